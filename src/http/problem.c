@@ -1,0 +1,110 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cjson/cJSON.h>
+
+#include "err.h"
+#include "problem.h"
+
+static const struct {
+	const char *slug;
+	int status;
+	const char *title;
+} problem_table[PROBLEM__MAX] = {
+	[PROBLEM_MISSING_KEY] = { "missing-key", 400,
+	    "Idempotency-Key header required" },
+	[PROBLEM_INVALID_KEY] = { "invalid-key", 400,
+	    "Idempotency-Key header is malformed" },
+	[PROBLEM_UNAUTHORIZED] = { "unauthorized", 401,
+	    "Authentication required" },
+	[PROBLEM_NOT_FOUND] = { "not-found", 404, "Not found" },
+	[PROBLEM_METHOD] = { "method-not-allowed", 405,
+	    "Method not allowed" },
+	[PROBLEM_IN_PROGRESS] = { "request-in-progress", 409,
+	    "A request with this key is still in progress" },
+	[PROBLEM_BODY_TOO_LARGE] = { "body-too-large", 413,
+	    "Request body too large" },
+	[PROBLEM_BAD_LENGTH] = { "bad-content-length", 400,
+	    "Content-Length does not match the body" },
+	[PROBLEM_MEDIA_TYPE] = { "unsupported-media-type", 415,
+	    "Request body must be JSON" },
+	[PROBLEM_MALFORMED_JSON] = { "malformed-json", 400,
+	    "Request body is not valid JSON" },
+	[PROBLEM_INVALID_PAYMENT] = { "invalid-payment", 400,
+	    "Payment request is invalid" },
+	[PROBLEM_KEY_REUSED] = { "key-reused", 422,
+	    "Idempotency-Key reused with a different request" },
+	[PROBLEM_DECLINED] = { "payment-declined", 402,
+	    "Payment declined" },
+	[PROBLEM_PROVIDER_FAILED] = { "provider-failed", 502,
+	    "Payment provider unavailable" },
+	[PROBLEM_PROVIDER_TIMEOUT] = { "provider-timeout", 504,
+	    "Payment provider did not answer" },
+	[PROBLEM_STORE_UNAVAILABLE] = { "store-unavailable", 503,
+	    "Storage unavailable" },
+	[PROBLEM_INTERNAL] = { "internal-error", 500,
+	    "Internal server error" },
+	[PROBLEM_BAD_REQUEST] = { "bad-request", 400, "Bad request" },
+};
+
+static const char *problem_base = "/problems/";
+
+void
+problem_set_base(const char *base)
+{
+	problem_base = base;
+}
+
+const char *
+problem_slug(enum problem p)
+{
+	return problem_table[p].slug;
+}
+
+int
+problem_status(enum problem p)
+{
+	return problem_table[p].status;
+}
+
+int
+problem_build(struct response *resp, enum problem p, const char *fmt, ...)
+{
+	cJSON *o = NULL;
+	char *detail = NULL, *type = NULL, *text = NULL;
+	va_list ap;
+	int rc = IDEM_ENOMEM;
+
+	resp_reset(resp);
+	va_start(ap, fmt);
+	if (vasprintf(&detail, fmt, ap) < 0)
+		detail = NULL;
+	va_end(ap);
+	if (detail == NULL)
+		goto out;
+	if (asprintf(&type, "%s%s", problem_base, problem_table[p].slug) < 0) {
+		type = NULL;
+		goto out;
+	}
+	/* RFC 9457 section 3.1: type, title, status and detail. */
+	if ((o = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddStringToObject(o, "type", type) == NULL ||
+	    cJSON_AddStringToObject(o, "title", problem_table[p].title) == NULL ||
+	    cJSON_AddNumberToObject(o, "status", problem_table[p].status) == NULL ||
+	    cJSON_AddStringToObject(o, "detail", detail) == NULL)
+		goto out;
+	if ((text = cJSON_PrintUnformatted(o)) == NULL)
+		goto out;
+	resp->status = problem_table[p].status;
+	if ((rc = resp_header(resp, "Content-Type",
+	    "application/problem+json")) != IDEM_OK)
+		goto out;
+	rc = buf_puts(&resp->body, text);
+out:
+	free(text);
+	cJSON_Delete(o);
+	free(type);
+	free(detail);
+	return rc;
+}

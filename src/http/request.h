@@ -1,0 +1,66 @@
+/*
+ * request.h: an HTTP request as a CGI or FastCGI responder receives it.
+ *
+ * The request is read once, at the edge, from the CGI meta-variables (RFC
+ * 3875 section 4.1) and the body on standard input.  Everything is copied:
+ * the request outlives the FastCGI parameters it came from.
+ */
+#ifndef HTTP_REQUEST_H
+#define HTTP_REQUEST_H
+
+#include <stddef.h>
+
+#include "buf.h"
+
+/* Returns a meta-variable's value, or NULL when it is not set. */
+typedef const char *(*req_param_fn)(void *ctx, const char *name);
+/* Reads up to len body bytes; returns the count, 0 at end, -1 on error. */
+typedef long (*req_read_fn)(void *ctx, void *buf, size_t len);
+
+struct request {
+	char *method;          /* REQUEST_METHOD */
+	char *path;            /* SCRIPT_NAME + PATH_INFO, less the mount */
+	char *query;           /* QUERY_STRING, "" when unset */
+	char *content_type;    /* CONTENT_TYPE, NULL when unset */
+	char *remote_user;     /* REMOTE_USER, NULL when unset or empty */
+	char *authorization;   /* HTTP_AUTHORIZATION, NULL when unset */
+	char *idempotency_key; /* HTTP_IDEMPOTENCY_KEY, NULL when unset */
+	char *if_none_match;   /* HTTP_IF_NONE_MATCH, NULL when unset */
+	char *remote_addr;     /* REMOTE_ADDR, "-" when unset */
+	struct buf body;
+};
+
+enum req_status {
+	REQ_OK = 0,
+	REQ_TOO_LARGE,   /* Content-Length (or the body) over the limit: 413 */
+	REQ_BAD_LENGTH,  /* Content-Length not a decimal number: 400 */
+	REQ_SHORT_BODY,  /* the body ended before Content-Length: 400 */
+	REQ_BAD_METHOD,  /* no or malformed REQUEST_METHOD: 400 */
+	REQ_NOMEM,
+	REQ_IO,
+	REQ__MAX
+};
+
+/*
+ * Reads a request.  mount, when not NULL or empty, is a path prefix that
+ * is removed from the path (the responder mounted below "/api", say).
+ * On any status the request may be partly filled; free it with
+ * req_free either way.
+ */
+enum req_status req_read(struct request *r, req_param_fn param, void *pctx,
+    req_read_fn rd, void *rctx, size_t limit, const char *mount);
+
+void req_free(struct request *r);
+
+/*
+ * Parses a CONTENT_LENGTH value per RFC 3875 section 4.1.2: one or more
+ * decimal digits, nothing else.  Returns 0 and sets *len, or -1.
+ */
+int req_parse_length(const char *s, size_t *len);
+
+/* 1 when the media type (parameters ignored) is application/json or *+json. */
+int req_is_json(const char *content_type);
+
+const char *req_strstatus(enum req_status s);
+
+#endif

@@ -1,0 +1,50 @@
+/*
+ * response.h: a response built in memory and written in one go.
+ *
+ * Handlers fill a struct response; the server writes it only after the
+ * handler returned, that is, after anything stored for it is durable.
+ */
+#ifndef HTTP_RESPONSE_H
+#define HTTP_RESPONSE_H
+
+#include <stddef.h>
+
+#include "buf.h"
+
+#define RESP_MAX_HEADERS 16
+
+struct resp_header {
+	char *name;
+	char *value;
+};
+
+struct response {
+	int status;
+	size_t nheaders;
+	struct resp_header headers[RESP_MAX_HEADERS];
+	struct buf body;
+};
+
+typedef int (*resp_write_fn)(void *ctx, const void *data, size_t len);
+
+void resp_init(struct response *r);
+void resp_free(struct response *r);
+/* Forgets headers and body, keeps the memory of neither. */
+void resp_reset(struct response *r);
+
+/* Adds a header (copies); replaces one of the same name.  IDEM_OK or error. */
+int resp_header(struct response *r, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The value of a header, or NULL. */
+const char *resp_get_header(const struct response *r, const char *name);
+
+/*
+ * Writes the CGI response (RFC 3875 section 6): a Status header, the
+ * headers, a blank line, the body.  The write stops after half of the
+ * body when the fault point "mid_response" is armed.
+ */
+int resp_write(const struct response *r, resp_write_fn wr, void *ctx);
+
+const char *resp_reason(int status);
+
+#endif

@@ -1,0 +1,37 @@
+/*
+ * server.h: the FastCGI accept loop, or one CGI request.
+ *
+ * With a FastCGI listening socket on standard input (spawn-fcgi, mod_fcgid,
+ * lighttpd's own spawning) the loop answers requests until SIGTERM, SIGINT
+ * or SIGHUP, finishing the current request first.  Without one (FCGX_IsCGI)
+ * it answers exactly one request as plain CGI.  Only server.c includes
+ * fcgiapp.h.
+ */
+#ifndef HTTP_SERVER_H
+#define HTTP_SERVER_H
+
+#include <stddef.h>
+
+#include "request.h"
+#include "response.h"
+
+/*
+ * Answers one request.  A handler that cannot even read its request gets
+ * status (other than REQ_OK) and builds the problem itself.
+ */
+typedef void (*server_handler_fn)(void *app, enum req_status status,
+    const struct request *req, struct response *resp);
+
+struct server_config {
+	size_t body_limit;
+	const char *mount;
+};
+
+/* Returns 0 after a clean shutdown, 1 on a fatal error. */
+int server_run(const struct server_config *cfg, server_handler_fn fn,
+    void *app);
+
+/* 1 once a shutdown signal arrived. */
+int server_stopping(void);
+
+#endif

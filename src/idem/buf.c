@@ -1,0 +1,203 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "err.h"
+
+void
+buf_init(struct buf *b)
+{
+	b->data = NULL;
+	b->len = 0;
+	b->cap = 0;
+}
+
+void
+buf_free(struct buf *b)
+{
+	free(b->data);
+	buf_init(b);
+}
+
+void
+buf_reset(struct buf *b)
+{
+	b->len = 0;
+	if (b->data != NULL)
+		b->data[0] = '\0';
+}
+
+int
+buf_reserve(struct buf *b, size_t extra)
+{
+	size_t need, cap;
+	char *p;
+
+	if (extra > SIZE_MAX - b->len - 1)
+		return IDEM_ENOMEM;
+	need = b->len + extra + 1;
+	if (need <= b->cap)
+		return IDEM_OK;
+	cap = b->cap ? b->cap : 64;
+	while (cap < need)
+		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+	if ((p = realloc(b->data, cap)) == NULL)
+		return IDEM_ENOMEM;
+	b->data = p;
+	b->cap = cap;
+	return IDEM_OK;
+}
+
+int
+buf_append(struct buf *b, const void *data, size_t len)
+{
+	if (buf_reserve(b, len) != IDEM_OK)
+		return IDEM_ENOMEM;
+	if (len > 0)
+		memcpy(b->data + b->len, data, len);
+	b->len += len;
+	b->data[b->len] = '\0';
+	return IDEM_OK;
+}
+
+int
+buf_puts(struct buf *b, const char *s)
+{
+	return buf_append(b, s, strlen(s));
+}
+
+int
+buf_putc(struct buf *b, char c)
+{
+	return buf_append(b, &c, 1);
+}
+
+int
+buf_printf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return IDEM_EINVAL;
+	if (buf_reserve(b, (size_t)n) != IDEM_OK)
+		return IDEM_ENOMEM;
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return IDEM_OK;
+}
+
+int
+buf_put_u8(struct buf *b, uint8_t v)
+{
+	return buf_append(b, &v, 1);
+}
+
+int
+buf_put_u16(struct buf *b, uint16_t v)
+{
+	uint8_t x[2] = { (uint8_t)(v >> 8), (uint8_t)v };
+
+	return buf_append(b, x, sizeof(x));
+}
+
+int
+buf_put_u32(struct buf *b, uint32_t v)
+{
+	uint8_t x[4];
+	int i;
+
+	for (i = 3; i >= 0; i--, v >>= 8)
+		x[i] = (uint8_t)v;
+	return buf_append(b, x, sizeof(x));
+}
+
+int
+buf_put_u64(struct buf *b, uint64_t v)
+{
+	uint8_t x[8];
+	int i;
+
+	for (i = 7; i >= 0; i--, v >>= 8)
+		x[i] = (uint8_t)v;
+	return buf_append(b, x, sizeof(x));
+}
+
+void
+rd_init(struct rd *r, const void *data, size_t len)
+{
+	r->p = data;
+	r->left = len;
+}
+
+static int
+rd_uint(struct rd *r, size_t n, uint64_t *v)
+{
+	size_t i;
+
+	if (r->left < n)
+		return IDEM_ECORRUPT;
+	*v = 0;
+	for (i = 0; i < n; i++)
+		*v = (*v << 8) | r->p[i];
+	r->p += n;
+	r->left -= n;
+	return IDEM_OK;
+}
+
+int
+rd_u8(struct rd *r, uint8_t *v)
+{
+	uint64_t x;
+	int rc;
+
+	if ((rc = rd_uint(r, 1, &x)) == IDEM_OK)
+		*v = (uint8_t)x;
+	return rc;
+}
+
+int
+rd_u16(struct rd *r, uint16_t *v)
+{
+	uint64_t x;
+	int rc;
+
+	if ((rc = rd_uint(r, 2, &x)) == IDEM_OK)
+		*v = (uint16_t)x;
+	return rc;
+}
+
+int
+rd_u32(struct rd *r, uint32_t *v)
+{
+	uint64_t x;
+	int rc;
+
+	if ((rc = rd_uint(r, 4, &x)) == IDEM_OK)
+		*v = (uint32_t)x;
+	return rc;
+}
+
+int
+rd_u64(struct rd *r, uint64_t *v)
+{
+	return rd_uint(r, 8, v);
+}
+
+int
+rd_bytes(struct rd *r, size_t len, const uint8_t **p)
+{
+	if (r->left < len)
+		return IDEM_ECORRUPT;
+	*p = r->p;
+	r->p += len;
+	r->left -= len;
+	return IDEM_OK;
+}

@@ -1,0 +1,56 @@
+/*
+ * buf.h: a growable byte buffer.
+ *
+ * The buffer owns its memory; buf_free releases it.  data is always
+ * NUL-terminated past len (the terminator is not counted), so text can be
+ * handed to string functions.  Out-of-memory is reported, never fatal: each
+ * append returns IDEM_OK or IDEM_ENOMEM, and a failed append leaves the
+ * buffer as it was.
+ */
+#ifndef IDEM_BUF_H
+#define IDEM_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct buf {
+	char *data;
+	size_t len;
+	size_t cap;
+};
+
+#define BUF_INIT { NULL, 0, 0 }
+
+void buf_init(struct buf *b);
+void buf_free(struct buf *b);
+void buf_reset(struct buf *b);
+int buf_reserve(struct buf *b, size_t extra);
+int buf_append(struct buf *b, const void *data, size_t len);
+int buf_puts(struct buf *b, const char *s);
+int buf_putc(struct buf *b, char c);
+int buf_printf(struct buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Big-endian fixed-width integers, for record encodings. */
+int buf_put_u8(struct buf *b, uint8_t v);
+int buf_put_u16(struct buf *b, uint16_t v);
+int buf_put_u32(struct buf *b, uint32_t v);
+int buf_put_u64(struct buf *b, uint64_t v);
+
+/*
+ * A bounds-checked reader over borrowed bytes.  Each get returns IDEM_OK,
+ * or IDEM_ECORRUPT when fewer bytes remain than asked for.
+ */
+struct rd {
+	const uint8_t *p;
+	size_t left;
+};
+
+void rd_init(struct rd *r, const void *data, size_t len);
+int rd_u8(struct rd *r, uint8_t *v);
+int rd_u16(struct rd *r, uint16_t *v);
+int rd_u32(struct rd *r, uint32_t *v);
+int rd_u64(struct rd *r, uint64_t *v);
+/* Points *p at the next len bytes, still owned by the reader's source. */
+int rd_bytes(struct rd *r, size_t len, const uint8_t **p);
+
+#endif

@@ -1,0 +1,41 @@
+/*
+ * crypto.h: the library's wall around libsodium.
+ *
+ * Only crypto.c includes sodium.h.  crypto_init must succeed once per
+ * process before anything else here is called.
+ */
+#ifndef IDEM_CRYPTO_H
+#define IDEM_CRYPTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CRYPTO_SHA256_SIZE 32
+
+/* Returns IDEM_OK, or IDEM_EINVAL when libsodium cannot start. */
+int crypto_init(void);
+
+/* Incremental SHA-256. */
+struct crypto_sha256 {
+	/* Large enough for crypto_hash_sha256_state, checked in crypto.c. */
+	unsigned char opaque[128] __attribute__((aligned(16)));
+};
+
+void crypto_sha256_init(struct crypto_sha256 *h);
+void crypto_sha256_update(struct crypto_sha256 *h, const void *data, size_t len);
+void crypto_sha256_final(struct crypto_sha256 *h, uint8_t out[CRYPTO_SHA256_SIZE]);
+void crypto_sha256(const void *data, size_t len, uint8_t out[CRYPTO_SHA256_SIZE]);
+
+/* Fills buf with len bytes from the system's CSPRNG. */
+void crypto_random(void *buf, size_t len);
+
+/* Compares len bytes in time that does not depend on their contents; 1 if equal. */
+int crypto_equal(const void *a, const void *b, size_t len);
+
+/* Writes 2*len lowercase hex digits and a NUL to out. */
+void crypto_hex(const uint8_t *in, size_t len, char *out);
+
+/* Parses exactly 2*len hex digits from in; IDEM_OK or IDEM_EINVAL. */
+int crypto_unhex(const char *in, uint8_t *out, size_t len);
+
+#endif

@@ -1,0 +1,23 @@
+#include "err.h"
+
+static const char *const idem_errstr[IDEM_ERR__MAX] = {
+	[IDEM_OK] = "success",
+	[IDEM_ENOMEM] = "out of memory",
+	[IDEM_EINVAL] = "invalid argument or input",
+	[IDEM_ENOTFOUND] = "not found",
+	[IDEM_EEXIST] = "already exists",
+	[IDEM_EFULL] = "store is full",
+	[IDEM_EIO] = "store input/output error",
+	[IDEM_EROFS] = "store is read-only",
+	[IDEM_ECORRUPT] = "stored record is corrupt",
+	[IDEM_ELOST] = "claim was taken over or is gone",
+	[IDEM_ETOOBIG] = "value too large",
+};
+
+const char *
+idem_strerror(int err)
+{
+	if (err < 0 || err >= IDEM_ERR__MAX)
+		return "unknown error";
+	return idem_errstr[err];
+}

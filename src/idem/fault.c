@@ -1,0 +1,159 @@
+/*
+ * fault.c: fault points and the injectable clock.
+ *
+ * The crash and concurrency tests need a worker to die, or to hold still,
+ * at an exact line: between the claim and the provider call, between the
+ * provider call and the completion, and so on.  A fault point names such
+ * a line; IDEM_FAULT, read at each point, says what happens there.  All
+ * of it is compiled only into test builds (./configure
+ * --enable-fault-points), so a production binary cannot be made to die
+ * or to lie about the time by its environment.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fault.h"
+
+static uint64_t
+clock_real_ms(void)
+{
+	struct timespec ts;
+
+	/*
+	 * CLOCK_REALTIME because expiry times are stored and compared across
+	 * processes and restarts; a monotonic clock means nothing to another
+	 * boot.
+	 */
+	if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+#ifdef IDEM_FAULT_POINTS
+
+/*
+ * Blocks until the test opens the fifo for writing, then until it closes
+ * its end (EOF): the test decides when this process may go on.
+ */
+static void
+fault_wait(const char *path)
+{
+	char scratch[64];
+	ssize_t n;
+	int fd;
+
+	while ((fd = open(path, O_RDONLY)) == -1 && errno == EINTR)
+		continue;
+	if (fd == -1) {
+		fprintf(stderr, "fault: open %s: %s\n", path, strerror(errno));
+		return;
+	}
+	for (;;) {
+		n = read(fd, scratch, sizeof(scratch));
+		if (n > 0 || (n == -1 && errno == EINTR))
+			continue;
+		break;
+	}
+	close(fd);
+}
+
+/* Acts on one "action" of a "point:action" entry that named this point. */
+static void
+fault_act(const char *action, size_t len)
+{
+	char path[4096];
+	size_t plen;
+
+	if (len == 4 && strncmp(action, "kill", 4) == 0) {
+		/*
+		 * SIGKILL, not exit or abort: no stdio flush, no atexit, no
+		 * core, exactly what kill -9 from outside would leave behind.
+		 */
+		raise(SIGKILL);
+		return;
+	}
+	if (len > 5 && strncmp(action, "wait=", 5) == 0) {
+		plen = len - 5;
+		if (plen >= sizeof(path)) {
+			fprintf(stderr, "fault: wait path too long\n");
+			return;
+		}
+		memcpy(path, action + 5, plen);
+		path[plen] = '\0';
+		fault_wait(path);
+		return;
+	}
+	fprintf(stderr, "fault: unknown action \"%.*s\"\n", (int)len, action);
+}
+
+/*
+ * IDEM_FAULT is a comma-separated list of "point:action" entries; every
+ * entry that names this point is acted on, in order.
+ */
+void
+fault_point(const char *name)
+{
+	const char *spec, *entry, *end, *colon;
+	size_t namelen;
+
+	if ((spec = getenv("IDEM_FAULT")) == NULL || *spec == '\0')
+		return;
+	namelen = strlen(name);
+	for (entry = spec; *entry != '\0'; entry = *end ? end + 1 : end) {
+		if ((end = strchr(entry, ',')) == NULL)
+			end = entry + strlen(entry);
+		colon = memchr(entry, ':', (size_t)(end - entry));
+		if (colon == NULL)
+			continue;
+		if ((size_t)(colon - entry) != namelen ||
+		    strncmp(entry, name, namelen) != 0)
+			continue;
+		fault_act(colon + 1, (size_t)(end - colon - 1));
+	}
+}
+
+/*
+ * IDEM_TEST_NOW_MS pins the clock so that the fixture tests can step
+ * over leases and expiries without sleeping.  A value that is not a
+ * plain decimal number is ignored rather than read as 0.
+ */
+uint64_t
+clock_now_ms(void)
+{
+	const char *s = getenv("IDEM_TEST_NOW_MS");
+	unsigned long long v;
+	char *end;
+
+	if (s != NULL && *s >= '0' && *s <= '9') {
+		errno = 0;
+		v = strtoull(s, &end, 10);
+		if (errno == 0 && *end == '\0')
+			return (uint64_t)v;
+	}
+	return clock_real_ms();
+}
+
+#else /* !IDEM_FAULT_POINTS */
+
+void
+fault_point(const char *name)
+{
+	(void)name;
+}
+
+uint64_t
+clock_now_ms(void)
+{
+	return clock_real_ms();
+}
+
+#endif

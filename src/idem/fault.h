@@ -1,0 +1,24 @@
+/*
+ * fault.h: fault points and an injectable clock, for tests.
+ *
+ * Compiled in only with ./configure --enable-fault-points (the test build);
+ * otherwise every call is a no-op and the clock is the system's.
+ *
+ * IDEM_FAULT names one point and what happens there:
+ *     IDEM_FAULT=after_claim:kill          the process dies as kill -9 would
+ *     IDEM_FAULT=in_provider:wait=/path    block until the fifo at /path
+ *                                          is opened for writing and then
+ *                                          closed by the test
+ * IDEM_TEST_NOW_MS, when set, is the clock in milliseconds since the epoch.
+ */
+#ifndef IDEM_FAULT_H
+#define IDEM_FAULT_H
+
+#include <stdint.h>
+
+void fault_point(const char *name);
+
+/* Milliseconds since the Unix epoch. */
+uint64_t clock_now_ms(void);
+
+#endif

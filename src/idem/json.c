@@ -1,0 +1,959 @@
+/*
+ * json.c: a strict JSON parser (RFC 8259) and the canonical form that the
+ * request fingerprint hashes.
+ *
+ * The parser is recursive descent with an explicit depth bound, so the C
+ * stack it uses is bounded by JSON_MAX_DEPTH whatever the input.  Every
+ * read is checked against the end of the text, which need not be
+ * NUL-terminated.  Objects are sorted by member name as they are parsed:
+ * that finds duplicate names in O(n log n), lets json_get search by
+ * bisection, and is the order the canonical form prints.
+ *
+ * Canonical numbers.  A JSON number is a decimal value m * 10^e.  It is
+ * printed as an optional "-", the significant digits of m with no leading
+ * and no trailing zeros, and, when the exponent is not zero, "e" and the
+ * exponent in decimal: 100, 100.00, 1e2 and 1.000E+2 all print "1e2";
+ * 1.5 prints "15e-1"; 0.001 prints "1e-3"; 123 prints "123".  Every zero
+ * (0, -0, 0.0, 0e5) prints "0".  The form is itself JSON and parses back
+ * to the same text.  The arithmetic is on digit strings and a 64-bit
+ * exponent, never floating point.  Exponents whose magnitude exceeds
+ * JSON_EXP_LIMIT are refused as a syntax error (RFC 8259 section 9 lets a
+ * parser limit the range of numbers); below that limit the result is
+ * exact.
+ */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "err.h"
+#include "json.h"
+
+/*
+ * Far beyond any value a payment can carry, and small enough that adding
+ * the digit counts of any text that fits in memory cannot overflow an
+ * int64_t.
+ */
+#define JSON_EXP_LIMIT 1000000000LL
+
+struct json_member {
+	char			*name;	/* unescaped, NUL-terminated */
+	size_t			 namelen;
+	size_t			 off;	/* byte offset of the name */
+	struct json_value	*value;
+};
+
+struct json_value {
+	enum json_type		 type;
+	union {
+		struct {
+			char	*text;	/* source text */
+			size_t	 len;
+			char	*canon;	/* normalised, see above */
+		} num;
+		struct {
+			char	*data;	/* unescaped, NUL-terminated */
+			size_t	 len;
+		} str;
+		struct {
+			struct json_value **items;
+			size_t	 n;
+		} arr;
+		struct {
+			struct json_member *members;
+			size_t	 n;
+		} obj;
+	} u;
+};
+
+struct json_parser {
+	const unsigned char	*start;
+	const unsigned char	*p;
+	const unsigned char	*end;
+	enum json_status	 st;
+	const char		*why;	/* static, for the error sentence */
+	size_t			 off;	/* where the error was found */
+};
+
+static const char *const json_statusstr[JSON_STATUS__MAX] = {
+	[JSON_OK] = "success",
+	[JSON_ESYNTAX] = "the body is not valid JSON",
+	[JSON_EDEPTH] = "the JSON body is nested too deeply",
+	[JSON_EDUPLICATE] = "a JSON object names the same member twice",
+	[JSON_EUTF8] = "the JSON body is not valid UTF-8",
+	[JSON_ENOMEM] = "out of memory while parsing JSON",
+};
+
+const char *
+json_strstatus(enum json_status status)
+{
+	if ((unsigned)status >= JSON_STATUS__MAX)
+		return "unknown JSON error";
+	return json_statusstr[status];
+}
+
+/*
+ * Records the first error only: callers unwind by returning NULL, and
+ * the innermost failure is the one worth reporting.
+ */
+static void *
+json_fail(struct json_parser *ps, enum json_status st, const char *why,
+    const unsigned char *at)
+{
+	if (ps->st == JSON_OK) {
+		ps->st = st;
+		ps->why = why;
+		ps->off = (size_t)(at - ps->start);
+	}
+	return NULL;
+}
+
+static struct json_value *
+json_new(struct json_parser *ps, enum json_type type)
+{
+	struct json_value *v;
+
+	if ((v = calloc(1, sizeof(*v))) == NULL)
+		return json_fail(ps, JSON_ENOMEM, "out of memory", ps->p);
+	v->type = type;
+	return v;
+}
+
+void
+json_free(struct json_value *v)
+{
+	size_t i;
+
+	if (v == NULL)
+		return;
+	switch (v->type) {
+	case JSON_NUMBER:
+		free(v->u.num.text);
+		free(v->u.num.canon);
+		break;
+	case JSON_STRING:
+		free(v->u.str.data);
+		break;
+	case JSON_ARRAY:
+		for (i = 0; i < v->u.arr.n; i++)
+			json_free(v->u.arr.items[i]);
+		free(v->u.arr.items);
+		break;
+	case JSON_OBJECT:
+		for (i = 0; i < v->u.obj.n; i++) {
+			free(v->u.obj.members[i].name);
+			json_free(v->u.obj.members[i].value);
+		}
+		free(v->u.obj.members);
+		break;
+	default:
+		break;
+	}
+	free(v);
+}
+
+/* RFC 8259 section 2: ws = *( %x20 / %x09 / %x0A / %x0D ). */
+static void
+json_skip_ws(struct json_parser *ps)
+{
+	while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' ||
+	    *ps->p == '\n' || *ps->p == '\r'))
+		ps->p++;
+}
+
+static int
+json_is_digit(unsigned char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Grows an array of n elements of size sz to hold one more. */
+static int
+json_grow(void **base, size_t n, size_t *cap, size_t sz)
+{
+	size_t ncap;
+	void *p;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 4;
+	if (ncap < *cap || ncap > SIZE_MAX / sz)
+		return -1;
+	if ((p = realloc(*base, ncap * sz)) == NULL)
+		return -1;
+	*base = p;
+	*cap = ncap;
+	return 0;
+}
+
+/*
+ * Length of the well-formed UTF-8 sequence at p (Unicode 15, table 3-7),
+ * or 0 when it is ill-formed: overlong forms, UTF-16 surrogates encoded
+ * in UTF-8 and code points past U+10FFFF are all refused, as RFC 3629
+ * section 3 requires.
+ */
+static size_t
+json_utf8_len(const unsigned char *p, const unsigned char *end)
+{
+	size_t n, i;
+	unsigned char lo = 0x80, hi = 0xbf;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3;
+		if (p[0] == 0xe0)
+			lo = 0xa0;
+		else if (p[0] == 0xed)
+			hi = 0x9f;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4;
+		if (p[0] == 0xf0)
+			lo = 0x90;
+		else if (p[0] == 0xf4)
+			hi = 0x8f;
+	} else
+		return 0;
+	if ((size_t)(end - p) < n)
+		return 0;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (i = 2; i < n; i++)
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+static int
+json_hex4(const unsigned char *p, const unsigned char *end, uint32_t *out)
+{
+	uint32_t v = 0;
+	int i;
+
+	if (end - p < 4)
+		return -1;
+	for (i = 0; i < 4; i++) {
+		v <<= 4;
+		if (p[i] >= '0' && p[i] <= '9')
+			v |= (uint32_t)(p[i] - '0');
+		else if (p[i] >= 'a' && p[i] <= 'f')
+			v |= (uint32_t)(p[i] - 'a' + 10);
+		else if (p[i] >= 'A' && p[i] <= 'F')
+			v |= (uint32_t)(p[i] - 'A' + 10);
+		else
+			return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int
+json_put_utf8(struct buf *b, uint32_t cp)
+{
+	char s[4];
+	size_t n;
+
+	if (cp < 0x80) {
+		s[0] = (char)cp;
+		n = 1;
+	} else if (cp < 0x800) {
+		s[0] = (char)(0xc0 | cp >> 6);
+		s[1] = (char)(0x80 | (cp & 0x3f));
+		n = 2;
+	} else if (cp < 0x10000) {
+		s[0] = (char)(0xe0 | cp >> 12);
+		s[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+		s[2] = (char)(0x80 | (cp & 0x3f));
+		n = 3;
+	} else {
+		s[0] = (char)(0xf0 | cp >> 18);
+		s[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+		s[2] = (char)(0x80 | (cp >> 6 & 0x3f));
+		s[3] = (char)(0x80 | (cp & 0x3f));
+		n = 4;
+	}
+	return buf_append(b, s, n);
+}
+
+/*
+ * Parses the \uXXXX escape whose "u" is at ps->p (RFC 8259 section 7),
+ * joining a surrogate pair into one code point.  A high surrogate must be
+ * followed at once by an escaped low one, and a low one must not stand
+ * alone: a lone surrogate names no character and cannot become UTF-8.
+ */
+static int
+json_parse_uescape(struct json_parser *ps, struct buf *b)
+{
+	const unsigned char *at = ps->p - 1;
+	uint32_t cp, lo;
+
+	if (json_hex4(ps->p + 1, ps->end, &cp) != 0) {
+		json_fail(ps, JSON_ESYNTAX, "\\u must be followed by four "
+		    "hexadecimal digits", at);
+		return -1;
+	}
+	ps->p += 5;
+	if (cp >= 0xdc00 && cp <= 0xdfff) {
+		json_fail(ps, JSON_EUTF8, "a low surrogate escape is not "
+		    "preceded by a high surrogate", at);
+		return -1;
+	}
+	if (cp >= 0xd800 && cp <= 0xdbff) {
+		if (ps->end - ps->p < 2 || ps->p[0] != '\\' ||
+		    ps->p[1] != 'u') {
+			json_fail(ps, JSON_EUTF8, "a high surrogate escape is "
+			    "not followed by a low surrogate", at);
+			return -1;
+		}
+		if (json_hex4(ps->p + 2, ps->end, &lo) != 0) {
+			json_fail(ps, JSON_ESYNTAX, "\\u must be followed by "
+			    "four hexadecimal digits", ps->p);
+			return -1;
+		}
+		if (lo < 0xdc00 || lo > 0xdfff) {
+			json_fail(ps, JSON_EUTF8, "a high surrogate escape is "
+			    "not followed by a low surrogate", at);
+			return -1;
+		}
+		ps->p += 6;
+		cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+	}
+	if (json_put_utf8(b, cp) != IDEM_OK) {
+		json_fail(ps, JSON_ENOMEM, "out of memory", at);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Parses a string whose opening quote is at ps->p into b, unescaped
+ * (RFC 8259 section 7).  Raw control characters are refused; raw bytes
+ * of 0x80 and above must form well-formed UTF-8 (RFC 8259 section 8.1).
+ */
+static int
+json_parse_string(struct json_parser *ps, struct buf *b)
+{
+	const unsigned char *run;
+	size_t n;
+	char c;
+
+	ps->p++;
+	for (;;) {
+		/* Copy the longest run that needs no attention at once. */
+		for (run = ps->p; ps->p < ps->end && *ps->p >= 0x20 &&
+		    *ps->p < 0x80 && *ps->p != '"' && *ps->p != '\\'; ps->p++)
+			continue;
+		if (buf_append(b, run, (size_t)(ps->p - run)) != IDEM_OK) {
+			json_fail(ps, JSON_ENOMEM, "out of memory", ps->p);
+			return -1;
+		}
+		if (ps->p >= ps->end) {
+			json_fail(ps, JSON_ESYNTAX, "unterminated string",
+			    ps->p);
+			return -1;
+		}
+		if (*ps->p == '"') {
+			ps->p++;
+			return 0;
+		}
+		if (*ps->p < 0x20) {
+			json_fail(ps, JSON_ESYNTAX, "a control character "
+			    "must be escaped inside a string", ps->p);
+			return -1;
+		}
+		if (*ps->p >= 0x80) {
+			if ((n = json_utf8_len(ps->p, ps->end)) == 0) {
+				json_fail(ps, JSON_EUTF8, "invalid UTF-8 "
+				    "sequence", ps->p);
+				return -1;
+			}
+			if (buf_append(b, ps->p, n) != IDEM_OK) {
+				json_fail(ps, JSON_ENOMEM, "out of memory",
+				    ps->p);
+				return -1;
+			}
+			ps->p += n;
+			continue;
+		}
+		/* A backslash. */
+		if (++ps->p >= ps->end) {
+			json_fail(ps, JSON_ESYNTAX, "unterminated string",
+			    ps->p);
+			return -1;
+		}
+		switch (*ps->p) {
+		case '"':
+		case '\\':
+		case '/':
+			c = (char)*ps->p;
+			break;
+		case 'b':
+			c = '\b';
+			break;
+		case 'f':
+			c = '\f';
+			break;
+		case 'n':
+			c = '\n';
+			break;
+		case 'r':
+			c = '\r';
+			break;
+		case 't':
+			c = '\t';
+			break;
+		case 'u':
+			if (json_parse_uescape(ps, b) != 0)
+				return -1;
+			continue;
+		default:
+			json_fail(ps, JSON_ESYNTAX, "invalid escape sequence",
+			    ps->p - 1);
+			return -1;
+		}
+		if (buf_putc(b, c) != IDEM_OK) {
+			json_fail(ps, JSON_ENOMEM, "out of memory", ps->p);
+			return -1;
+		}
+		ps->p++;
+	}
+}
+
+/*
+ * Builds the canonical text of the number whose parts are given: the
+ * integer and fraction digit runs and the value of the exponent.
+ */
+static char *
+json_number_canon(int neg, const unsigned char *ip, size_t ni,
+    const unsigned char *fp, size_t nf, int64_t exp)
+{
+	struct buf b = BUF_INIT;
+	size_t lead = 0, trail = 0, nd = ni + nf, a, z;
+
+	/* The digits ip||fp with leading and trailing zeros counted. */
+	while (lead < nd && (lead < ni ? ip[lead] : fp[lead - ni]) == '0')
+		lead++;
+	if (lead == nd) {
+		if (buf_putc(&b, '0') != IDEM_OK)
+			return NULL;
+		return b.data;
+	}
+	while ((nd - 1 - trail < ni ? ip[nd - 1 - trail] :
+	    fp[nd - 1 - trail - ni]) == '0')
+		trail++;
+
+	/*
+	 * value = digits * 10^(exp - nf); dropping the trailing zeros
+	 * multiplies the digits by 10^-trail.  |exp| <= JSON_EXP_LIMIT and
+	 * nf, trail are lengths of text in memory, so this cannot overflow.
+	 */
+	exp = exp - (int64_t)nf + (int64_t)trail;
+
+	if (neg && buf_putc(&b, '-') != IDEM_OK)
+		goto fail;
+	/* The significant digits [lead, z) span the two runs. */
+	z = nd - trail;
+	if (lead < ni && buf_append(&b, ip + lead,
+	    (z < ni ? z : ni) - lead) != IDEM_OK)
+		goto fail;
+	a = lead > ni ? lead : ni;
+	if (z > a && buf_append(&b, fp + (a - ni), z - a) != IDEM_OK)
+		goto fail;
+	if (exp != 0 && buf_printf(&b, "e%" PRId64, exp) != IDEM_OK)
+		goto fail;
+	return b.data;
+fail:
+	buf_free(&b);
+	return NULL;
+}
+
+/*
+ * Parses a number (RFC 8259 section 6):
+ *     [ "-" ] ( "0" / 1-9 *DIGIT ) [ "." 1*DIGIT ] [ ( "e" / "E" )
+ *     [ "+" / "-" ] 1*DIGIT ]
+ * The exponent is read with saturation, so any number of digits is safe.
+ */
+static struct json_value *
+json_parse_number(struct json_parser *ps)
+{
+	const unsigned char *s = ps->p, *ip, *fp = NULL;
+	size_t ni, nf = 0;
+	int neg = 0, eneg = 0;
+	int64_t exp = 0;
+	struct json_value *v;
+
+	if (ps->p < ps->end && *ps->p == '-') {
+		neg = 1;
+		ps->p++;
+	}
+	ip = ps->p;
+	if (ps->p >= ps->end || !json_is_digit(*ps->p))
+		return json_fail(ps, JSON_ESYNTAX, "a number needs a digit",
+		    ps->p);
+	if (*ps->p == '0') {
+		ps->p++;
+		if (ps->p < ps->end && json_is_digit(*ps->p))
+			return json_fail(ps, JSON_ESYNTAX, "a number must "
+			    "not have leading zeros", ip);
+	} else
+		while (ps->p < ps->end && json_is_digit(*ps->p))
+			ps->p++;
+	ni = (size_t)(ps->p - ip);
+
+	if (ps->p < ps->end && *ps->p == '.') {
+		fp = ++ps->p;
+		while (ps->p < ps->end && json_is_digit(*ps->p))
+			ps->p++;
+		if ((nf = (size_t)(ps->p - fp)) == 0)
+			return json_fail(ps, JSON_ESYNTAX, "a decimal point "
+			    "must be followed by a digit", ps->p);
+	}
+
+	if (ps->p < ps->end && (*ps->p == 'e' || *ps->p == 'E')) {
+		ps->p++;
+		if (ps->p < ps->end && (*ps->p == '+' || *ps->p == '-'))
+			eneg = *ps->p++ == '-';
+		if (ps->p >= ps->end || !json_is_digit(*ps->p))
+			return json_fail(ps, JSON_ESYNTAX, "an exponent "
+			    "needs a digit", ps->p);
+		while (ps->p < ps->end && json_is_digit(*ps->p)) {
+			if (exp <= JSON_EXP_LIMIT)
+				exp = exp * 10 + (*ps->p - '0');
+			ps->p++;
+		}
+		if (exp > JSON_EXP_LIMIT)
+			return json_fail(ps, JSON_ESYNTAX, "the exponent of "
+			    "a number is out of range", s);
+		if (eneg)
+			exp = -exp;
+	}
+
+	if ((v = json_new(ps, JSON_NUMBER)) == NULL)
+		return NULL;
+	v->u.num.len = (size_t)(ps->p - s);
+	if ((v->u.num.text = malloc(v->u.num.len + 1)) == NULL)
+		goto nomem;
+	memcpy(v->u.num.text, s, v->u.num.len);
+	v->u.num.text[v->u.num.len] = '\0';
+	if ((v->u.num.canon = json_number_canon(neg, ip, ni, fp, nf, exp)) ==
+	    NULL)
+		goto nomem;
+	return v;
+nomem:
+	json_free(v);
+	return json_fail(ps, JSON_ENOMEM, "out of memory", s);
+}
+
+static struct json_value *json_parse_value(struct json_parser *, int);
+
+static struct json_value *
+json_parse_array(struct json_parser *ps, int depth)
+{
+	struct json_value *v, *item;
+	size_t cap = 0;
+
+	if ((v = json_new(ps, JSON_ARRAY)) == NULL)
+		return NULL;
+	ps->p++;
+	json_skip_ws(ps);
+	if (ps->p < ps->end && *ps->p == ']') {
+		ps->p++;
+		return v;
+	}
+	for (;;) {
+		if ((item = json_parse_value(ps, depth)) == NULL)
+			goto fail;
+		if (json_grow((void **)&v->u.arr.items, v->u.arr.n, &cap,
+		    sizeof(*v->u.arr.items)) != 0) {
+			json_free(item);
+			json_fail(ps, JSON_ENOMEM, "out of memory", ps->p);
+			goto fail;
+		}
+		v->u.arr.items[v->u.arr.n++] = item;
+		json_skip_ws(ps);
+		if (ps->p < ps->end && *ps->p == ',') {
+			ps->p++;
+			continue;
+		}
+		if (ps->p < ps->end && *ps->p == ']') {
+			ps->p++;
+			return v;
+		}
+		json_fail(ps, JSON_ESYNTAX, "expected ',' or ']' after an "
+		    "array element", ps->p);
+		goto fail;
+	}
+fail:
+	json_free(v);
+	return NULL;
+}
+
+/* Bytewise order of unescaped names; a prefix sorts first. */
+static int
+json_member_cmp(const void *a, const void *b)
+{
+	const struct json_member *x = a, *y = b;
+	size_t n = x->namelen < y->namelen ? x->namelen : y->namelen;
+	int c;
+
+	if (n > 0 && (c = memcmp(x->name, y->name, n)) != 0)
+		return c;
+	return (x->namelen > y->namelen) - (x->namelen < y->namelen);
+}
+
+/*
+ * Sorts the members and refuses a name given twice.  RFC 8259 section 4
+ * says names SHOULD be unique and leaves duplicates to the parser; this
+ * one will not guess which value the client meant.  Names compare after
+ * unescaping, so "a" and "\u0061" are the same name.
+ */
+static int
+json_object_finish(struct json_parser *ps, struct json_value *v)
+{
+	struct json_member *m = v->u.obj.members;
+	size_t i, off;
+
+	if (v->u.obj.n < 2)
+		return 0;
+	qsort(m, v->u.obj.n, sizeof(*m), json_member_cmp);
+	for (i = 1; i < v->u.obj.n; i++)
+		if (json_member_cmp(&m[i - 1], &m[i]) == 0) {
+			off = m[i - 1].off > m[i].off ? m[i - 1].off :
+			    m[i].off;
+			json_fail(ps, JSON_EDUPLICATE, "an object names the "
+			    "same member twice", ps->start + off);
+			return -1;
+		}
+	return 0;
+}
+
+static struct json_value *
+json_parse_object(struct json_parser *ps, int depth)
+{
+	struct json_value *v;
+	struct json_member *m;
+	struct buf name = BUF_INIT;
+	size_t cap = 0, off;
+
+	if ((v = json_new(ps, JSON_OBJECT)) == NULL)
+		return NULL;
+	ps->p++;
+	json_skip_ws(ps);
+	if (ps->p < ps->end && *ps->p == '}') {
+		ps->p++;
+		return v;
+	}
+	for (;;) {
+		json_skip_ws(ps);
+		if (ps->p >= ps->end || *ps->p != '"') {
+			json_fail(ps, JSON_ESYNTAX, "expected a member name "
+			    "in double quotes", ps->p);
+			goto fail;
+		}
+		off = (size_t)(ps->p - ps->start);
+		buf_reset(&name);
+		if (json_parse_string(ps, &name) != 0)
+			goto fail;
+		json_skip_ws(ps);
+		if (ps->p >= ps->end || *ps->p != ':') {
+			json_fail(ps, JSON_ESYNTAX, "expected ':' after a "
+			    "member name", ps->p);
+			goto fail;
+		}
+		ps->p++;
+		if (json_grow((void **)&v->u.obj.members, v->u.obj.n, &cap,
+		    sizeof(*v->u.obj.members)) != 0) {
+			json_fail(ps, JSON_ENOMEM, "out of memory", ps->p);
+			goto fail;
+		}
+		/* An empty name still needs its own allocation. */
+		if (buf_reserve(&name, 0) != IDEM_OK) {
+			json_fail(ps, JSON_ENOMEM, "out of memory", ps->p);
+			goto fail;
+		}
+		m = &v->u.obj.members[v->u.obj.n];
+		m->namelen = name.len;
+		m->off = off;
+		if ((m->value = json_parse_value(ps, depth)) == NULL)
+			goto fail;
+		m->name = name.data;
+		buf_init(&name);
+		v->u.obj.n++;
+		json_skip_ws(ps);
+		if (ps->p < ps->end && *ps->p == ',') {
+			ps->p++;
+			continue;
+		}
+		if (ps->p < ps->end && *ps->p == '}') {
+			ps->p++;
+			break;
+		}
+		json_fail(ps, JSON_ESYNTAX, "expected ',' or '}' after an "
+		    "object member", ps->p);
+		goto fail;
+	}
+	if (json_object_finish(ps, v) != 0)
+		goto fail;
+	return v;
+fail:
+	buf_free(&name);
+	json_free(v);
+	return NULL;
+}
+
+static struct json_value *
+json_parse_literal(struct json_parser *ps, const char *word,
+    enum json_type type)
+{
+	size_t n = strlen(word);
+
+	if ((size_t)(ps->end - ps->p) < n || memcmp(ps->p, word, n) != 0)
+		return json_fail(ps, JSON_ESYNTAX, "unexpected character",
+		    ps->p);
+	ps->p += n;
+	return json_new(ps, type);
+}
+
+/*
+ * Parses one value (RFC 8259 section 3) with white space before it.
+ * depth counts the arrays and objects that enclose it.
+ */
+static struct json_value *
+json_parse_value(struct json_parser *ps, int depth)
+{
+	struct json_value *v;
+	struct buf b = BUF_INIT;
+
+	json_skip_ws(ps);
+	if (ps->p >= ps->end)
+		return json_fail(ps, JSON_ESYNTAX, "unexpected end of text",
+		    ps->p);
+	switch (*ps->p) {
+	case '{':
+	case '[':
+		if (depth >= JSON_MAX_DEPTH)
+			return json_fail(ps, JSON_EDEPTH, "arrays and objects "
+			    "are nested too deeply", ps->p);
+		return *ps->p == '{' ? json_parse_object(ps, depth + 1) :
+		    json_parse_array(ps, depth + 1);
+	case '"':
+		if (json_parse_string(ps, &b) != 0) {
+			buf_free(&b);
+			return NULL;
+		}
+		/* An empty string still gets its own allocation. */
+		if (buf_reserve(&b, 0) != IDEM_OK) {
+			buf_free(&b);
+			return json_fail(ps, JSON_ENOMEM, "out of memory",
+			    ps->p);
+		}
+		if ((v = json_new(ps, JSON_STRING)) == NULL) {
+			buf_free(&b);
+			return NULL;
+		}
+		v->u.str.data = b.data;
+		v->u.str.len = b.len;
+		return v;
+	case 't':
+		return json_parse_literal(ps, "true", JSON_TRUE);
+	case 'f':
+		return json_parse_literal(ps, "false", JSON_FALSE);
+	case 'n':
+		return json_parse_literal(ps, "null", JSON_NULL);
+	default:
+		if (*ps->p == '-' || json_is_digit(*ps->p))
+			return json_parse_number(ps);
+		return json_fail(ps, JSON_ESYNTAX, "unexpected character",
+		    ps->p);
+	}
+}
+
+enum json_status
+json_parse(const char *text, size_t len, struct json_value **out, char *err,
+    size_t errlen)
+{
+	struct json_parser ps;
+	struct json_value *v;
+
+	*out = NULL;
+	memset(&ps, 0, sizeof(ps));
+	ps.start = ps.p = (const unsigned char *)(text != NULL ? text : "");
+	ps.end = ps.start + (text != NULL ? len : 0);
+	ps.st = JSON_OK;
+
+	/* RFC 8259 section 2: JSON-text = ws value ws, and nothing else. */
+	if ((v = json_parse_value(&ps, 0)) != NULL) {
+		json_skip_ws(&ps);
+		if (ps.p < ps.end) {
+			json_fail(&ps, JSON_ESYNTAX, "unexpected text after "
+			    "the value", ps.p);
+			json_free(v);
+			v = NULL;
+		}
+	}
+	if (v == NULL) {
+		if (ps.st == JSON_OK)
+			ps.st = JSON_ENOMEM;
+		if (err != NULL && errlen > 0)
+			snprintf(err, errlen, "%s: %s at byte %zu",
+			    json_strstatus(ps.st),
+			    ps.why != NULL ? ps.why : "failure", ps.off);
+		return ps.st;
+	}
+	*out = v;
+	return JSON_OK;
+}
+
+enum json_type
+json_type(const struct json_value *v)
+{
+	return v != NULL ? v->type : JSON_NULL;
+}
+
+const struct json_value *
+json_get(const struct json_value *v, const char *name)
+{
+	struct json_member key;
+	const struct json_member *m;
+
+	if (v == NULL || v->type != JSON_OBJECT || v->u.obj.n == 0)
+		return NULL;
+	key.name = (char *)(uintptr_t)name;
+	key.namelen = strlen(name);
+	m = bsearch(&key, v->u.obj.members, v->u.obj.n,
+	    sizeof(*v->u.obj.members), json_member_cmp);
+	return m != NULL ? m->value : NULL;
+}
+
+size_t
+json_count(const struct json_value *v)
+{
+	if (v == NULL)
+		return 0;
+	if (v->type == JSON_ARRAY)
+		return v->u.arr.n;
+	if (v->type == JSON_OBJECT)
+		return v->u.obj.n;
+	return 0;
+}
+
+const char *
+json_text(const struct json_value *v, size_t *len)
+{
+	if (v == NULL)
+		return NULL;
+	if (v->type == JSON_NUMBER) {
+		if (len != NULL)
+			*len = v->u.num.len;
+		return v->u.num.text;
+	}
+	if (v->type == JSON_STRING) {
+		if (len != NULL)
+			*len = v->u.str.len;
+		return v->u.str.data;
+	}
+	return NULL;
+}
+
+/*
+ * Writes a string escaped minimally: '"', '\\' and the control characters
+ * only, the latter as \b \f \n \r \t where RFC 8259 section 7 has a short
+ * form and as \u00xx (lowercase hex) otherwise.  Everything else,
+ * including "/", DEL and non-ASCII UTF-8, is written as is.
+ */
+static int
+json_canon_string(const char *s, size_t len, struct buf *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	char esc[7];
+	size_t i, run = 0;
+	unsigned char c;
+	int rc;
+
+	if ((rc = buf_putc(out, '"')) != IDEM_OK)
+		return rc;
+	for (i = 0; i < len; i++) {
+		c = (unsigned char)s[i];
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		if ((rc = buf_append(out, s + run, i - run)) != IDEM_OK)
+			return rc;
+		run = i + 1;
+		esc[0] = '\\';
+		switch (c) {
+		case '"': esc[1] = '"'; break;
+		case '\\': esc[1] = '\\'; break;
+		case '\b': esc[1] = 'b'; break;
+		case '\f': esc[1] = 'f'; break;
+		case '\n': esc[1] = 'n'; break;
+		case '\r': esc[1] = 'r'; break;
+		case '\t': esc[1] = 't'; break;
+		default:
+			memcpy(esc + 1, "u00", 3);
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 0x0f];
+			if ((rc = buf_append(out, esc, 6)) != IDEM_OK)
+				return rc;
+			continue;
+		}
+		if ((rc = buf_append(out, esc, 2)) != IDEM_OK)
+			return rc;
+	}
+	if ((rc = buf_append(out, s + run, len - run)) != IDEM_OK)
+		return rc;
+	return buf_putc(out, '"');
+}
+
+int
+json_canonical(const struct json_value *v, struct buf *out)
+{
+	size_t i;
+	int rc;
+
+	switch (v->type) {
+	case JSON_NULL:
+		return buf_puts(out, "null");
+	case JSON_FALSE:
+		return buf_puts(out, "false");
+	case JSON_TRUE:
+		return buf_puts(out, "true");
+	case JSON_NUMBER:
+		return buf_puts(out, v->u.num.canon);
+	case JSON_STRING:
+		return json_canon_string(v->u.str.data, v->u.str.len, out);
+	case JSON_ARRAY:
+		if ((rc = buf_putc(out, '[')) != IDEM_OK)
+			return rc;
+		for (i = 0; i < v->u.arr.n; i++) {
+			if (i > 0 && (rc = buf_putc(out, ',')) != IDEM_OK)
+				return rc;
+			if ((rc = json_canonical(v->u.arr.items[i], out)) !=
+			    IDEM_OK)
+				return rc;
+		}
+		return buf_putc(out, ']');
+	case JSON_OBJECT:
+		/* Members were sorted by json_object_finish. */
+		if ((rc = buf_putc(out, '{')) != IDEM_OK)
+			return rc;
+		for (i = 0; i < v->u.obj.n; i++) {
+			if (i > 0 && (rc = buf_putc(out, ',')) != IDEM_OK)
+				return rc;
+			if ((rc = json_canon_string(v->u.obj.members[i].name,
+			    v->u.obj.members[i].namelen, out)) != IDEM_OK)
+				return rc;
+			if ((rc = buf_putc(out, ':')) != IDEM_OK)
+				return rc;
+			if ((rc = json_canonical(v->u.obj.members[i].value,
+			    out)) != IDEM_OK)
+				return rc;
+		}
+		return buf_putc(out, '}');
+	default:
+		return IDEM_EINVAL;
+	}
+}

@@ -1,0 +1,81 @@
+/*
+ * json.h: a strict JSON parser (RFC 8259) for request bodies, and the
+ * canonical form the fingerprint hashes.
+ *
+ * Numbers keep their source text, so money is never passed through binary
+ * floating point.  Duplicate member names are an error (RFC 8259 section 4
+ * leaves them undefined; we refuse to guess which one a client meant).
+ * Strings must be valid UTF-8 with valid escapes.  Nesting is limited to
+ * JSON_MAX_DEPTH.
+ *
+ * The canonical form: object members sorted by their unescaped names
+ * (bytewise), no insignificant white space, strings re-escaped minimally
+ * (only '"', '\\' and control characters, as \uXXXX except the short
+ * escapes \b \f \n \r \t), numbers normalised so that equal decimal values
+ * print alike: 100, 100.0, 1e2 and 1.00E+2 all print as the same text, and
+ * -0 prints as 0.  Strings and numbers never compare equal: "100" and 100
+ * have different canonical forms.
+ */
+#ifndef IDEM_JSON_H
+#define IDEM_JSON_H
+
+#include <stddef.h>
+
+#include "buf.h"
+
+#define JSON_MAX_DEPTH 64
+
+enum json_type {
+	JSON_NULL,
+	JSON_FALSE,
+	JSON_TRUE,
+	JSON_NUMBER,
+	JSON_STRING,
+	JSON_ARRAY,
+	JSON_OBJECT,
+	JSON_TYPE__MAX
+};
+
+enum json_status {
+	JSON_OK = 0,
+	JSON_ESYNTAX,    /* not JSON */
+	JSON_EDEPTH,     /* nested deeper than JSON_MAX_DEPTH */
+	JSON_EDUPLICATE, /* an object names a member twice */
+	JSON_EUTF8,      /* invalid UTF-8 or a lone surrogate escape */
+	JSON_ENOMEM,
+	JSON_STATUS__MAX
+};
+
+struct json_value;
+
+/*
+ * Parses len bytes of text (not NUL-terminated) into a tree owned by the
+ * caller, freed with json_free.  On failure *out is NULL and, when err is
+ * not NULL, a sentence naming the byte offset is written to err.
+ */
+enum json_status json_parse(const char *text, size_t len,
+    struct json_value **out, char *err, size_t errlen);
+
+void json_free(struct json_value *v);
+
+enum json_type json_type(const struct json_value *v);
+
+/* Object member by name, or NULL when v is not an object or has none. */
+const struct json_value *json_get(const struct json_value *v, const char *name);
+
+/* Number of members of an object or elements of an array; 0 otherwise. */
+size_t json_count(const struct json_value *v);
+
+/*
+ * A number's source text or a string's unescaped bytes (NUL-terminated;
+ * *len, when not NULL, gets the length, which for a string may include
+ * NUL bytes).  NULL for other types.  Valid while the tree lives.
+ */
+const char *json_text(const struct json_value *v, size_t *len);
+
+/* Appends the canonical form of v to out.  IDEM_OK or IDEM_ENOMEM. */
+int json_canonical(const struct json_value *v, struct buf *out);
+
+const char *json_strstatus(enum json_status status);
+
+#endif

@@ -1,0 +1,354 @@
+/*
+ * record.c: the stored form of one (scope, key).
+ *
+ * Layout of version 1, every integer big-endian:
+ *
+ *	version u8, state u8, fp[32], token[16],
+ *	created_ms u64, expires_ms u64, lease_ms u64,
+ *	attempts u32, stage u32, cplen u16, cp[cplen],
+ *	and, for a completed record only:
+ *	status u16, nheaders u8,
+ *	nheaders times: namelen u16, name, valuelen u16, value,
+ *	bodylen u32, body[bodylen].
+ *
+ * rec_decode reads bytes that came off the disk, so it trusts none of
+ * them: every length is checked against what is left before anything is
+ * copied or allocated, and the whole input must be consumed.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "err.h"
+#include "record.h"
+
+/*
+ * HTTP status codes are three digits (RFC 9110 §15).  Anything else in a
+ * record is either a caller's bug (encode) or damage (decode).
+ */
+#define REC_STATUS_MIN 100
+#define REC_STATUS_MAX 999
+
+static int
+rec_check_response(const struct rec_response *resp)
+{
+	size_t i;
+
+	if (resp->status < REC_STATUS_MIN || resp->status > REC_STATUS_MAX)
+		return IDEM_EINVAL;
+	if (resp->nheaders > REC_MAX_HEADERS)
+		return IDEM_ETOOBIG;
+	for (i = 0; i < resp->nheaders; i++) {
+		if (resp->headers[i].name == NULL ||
+		    resp->headers[i].value == NULL)
+			return IDEM_EINVAL;
+		if (strlen(resp->headers[i].name) > UINT16_MAX ||
+		    strlen(resp->headers[i].value) > UINT16_MAX)
+			return IDEM_ETOOBIG;
+	}
+	if (resp->bodylen > UINT32_MAX)
+		return IDEM_ETOOBIG;
+	if (resp->bodylen > 0 && resp->body == NULL)
+		return IDEM_EINVAL;
+	return IDEM_OK;
+}
+
+/* Refuses what rec_decode would refuse, before a byte is appended. */
+static int
+rec_check(const struct rec *r)
+{
+	if (r->state != REC_IN_PROGRESS && r->state != REC_COMPLETED)
+		return IDEM_EINVAL;
+	if (r->cplen > REC_MAX_CHECKPOINT)
+		return IDEM_ETOOBIG;
+	if (r->cplen > 0 && r->cp == NULL)
+		return IDEM_EINVAL;
+	if (r->state == REC_COMPLETED)
+		return rec_check_response(&r->resp);
+	return IDEM_OK;
+}
+
+static int
+rec_put_string(struct buf *out, const char *s)
+{
+	size_t len = strlen(s);
+	int rc;
+
+	if ((rc = buf_put_u16(out, (uint16_t)len)) != IDEM_OK)
+		return rc;
+	return buf_append(out, s, len);
+}
+
+static int
+rec_put_response(struct buf *out, const struct rec_response *resp)
+{
+	size_t i;
+	int rc;
+
+	if ((rc = buf_put_u16(out, (uint16_t)resp->status)) != IDEM_OK ||
+	    (rc = buf_put_u8(out, (uint8_t)resp->nheaders)) != IDEM_OK)
+		return rc;
+	for (i = 0; i < resp->nheaders; i++) {
+		if ((rc = rec_put_string(out, resp->headers[i].name)) !=
+		    IDEM_OK ||
+		    (rc = rec_put_string(out, resp->headers[i].value)) !=
+		    IDEM_OK)
+			return rc;
+	}
+	if ((rc = buf_put_u32(out, (uint32_t)resp->bodylen)) != IDEM_OK)
+		return rc;
+	return buf_append(out, resp->body, resp->bodylen);
+}
+
+static int
+rec_put(struct buf *out, const struct rec *r)
+{
+	int rc;
+
+	if ((rc = buf_put_u8(out, REC_VERSION)) != IDEM_OK ||
+	    (rc = buf_put_u8(out, (uint8_t)r->state)) != IDEM_OK ||
+	    (rc = buf_append(out, r->fp, FP_SIZE)) != IDEM_OK ||
+	    (rc = buf_append(out, r->token, REC_TOKEN_SIZE)) != IDEM_OK ||
+	    (rc = buf_put_u64(out, r->created_ms)) != IDEM_OK ||
+	    (rc = buf_put_u64(out, r->expires_ms)) != IDEM_OK ||
+	    (rc = buf_put_u64(out, r->lease_ms)) != IDEM_OK ||
+	    (rc = buf_put_u32(out, r->attempts)) != IDEM_OK ||
+	    (rc = buf_put_u32(out, r->stage)) != IDEM_OK ||
+	    (rc = buf_put_u16(out, (uint16_t)r->cplen)) != IDEM_OK ||
+	    (rc = buf_append(out, r->cp, r->cplen)) != IDEM_OK)
+		return rc;
+	if (r->state == REC_COMPLETED)
+		return rec_put_response(out, &r->resp);
+	return IDEM_OK;
+}
+
+int
+rec_encode(const struct rec *r, struct buf *out)
+{
+	size_t start = out->len;
+	int rc;
+
+	if ((rc = rec_check(r)) != IDEM_OK)
+		return rc;
+	/*
+	 * A failed append leaves only itself undone; cut the buffer back so
+	 * that the caller never sees half a record.
+	 */
+	if ((rc = rec_put(out, r)) != IDEM_OK) {
+		out->len = start;
+		if (out->data != NULL)
+			out->data[start] = '\0';
+	}
+	return rc;
+}
+
+/*
+ * Copies len bytes into a fresh allocation, NUL-terminated so that
+ * header names and values are C strings.  A header with a NUL inside
+ * would be cut short by every reader of the string, so it is corrupt.
+ */
+static int
+rec_get_string(struct rd *r, char **out)
+{
+	const uint8_t *p;
+	uint16_t len;
+	int rc;
+
+	if ((rc = rd_u16(r, &len)) != IDEM_OK ||
+	    (rc = rd_bytes(r, len, &p)) != IDEM_OK)
+		return rc;
+	if (memchr(p, '\0', len) != NULL)
+		return IDEM_ECORRUPT;
+	if ((*out = malloc((size_t)len + 1)) == NULL)
+		return IDEM_ENOMEM;
+	memcpy(*out, p, len);
+	(*out)[len] = '\0';
+	return IDEM_OK;
+}
+
+/* Copies len bytes; no allocation (and NULL) for none. */
+static int
+rec_get_blob(struct rd *r, size_t len, uint8_t **out)
+{
+	const uint8_t *p;
+	int rc;
+
+	*out = NULL;
+	if ((rc = rd_bytes(r, len, &p)) != IDEM_OK)
+		return rc;
+	if (len == 0)
+		return IDEM_OK;
+	if ((*out = malloc(len)) == NULL)
+		return IDEM_ENOMEM;
+	memcpy(*out, p, len);
+	return IDEM_OK;
+}
+
+static int
+rec_get_response(struct rd *r, struct rec_response *resp)
+{
+	uint16_t status;
+	uint8_t n;
+	uint32_t bodylen;
+	size_t i;
+	int rc;
+
+	if ((rc = rd_u16(r, &status)) != IDEM_OK ||
+	    (rc = rd_u8(r, &n)) != IDEM_OK)
+		return rc;
+	if (status < REC_STATUS_MIN || status > REC_STATUS_MAX ||
+	    n > REC_MAX_HEADERS)
+		return IDEM_ECORRUPT;
+	resp->status = status;
+	/* nheaders counts only complete pairs, so rec_free frees no junk. */
+	for (i = 0; i < n; i++) {
+		struct rec_header *h = &resp->headers[i];
+
+		if ((rc = rec_get_string(r, &h->name)) != IDEM_OK)
+			return rc;
+		if ((rc = rec_get_string(r, &h->value)) != IDEM_OK) {
+			free(h->name);
+			h->name = NULL;
+			return rc;
+		}
+		resp->nheaders = i + 1;
+	}
+	if ((rc = rd_u32(r, &bodylen)) != IDEM_OK ||
+	    (rc = rec_get_blob(r, bodylen, &resp->body)) != IDEM_OK)
+		return rc;
+	resp->bodylen = bodylen;
+	return IDEM_OK;
+}
+
+static int
+rec_get(struct rd *r, struct rec *out)
+{
+	const uint8_t *p;
+	uint8_t version, state;
+	uint16_t cplen;
+	int rc;
+
+	if ((rc = rd_u8(r, &version)) != IDEM_OK ||
+	    (rc = rd_u8(r, &state)) != IDEM_OK)
+		return rc;
+	if (version != REC_VERSION)
+		return IDEM_ECORRUPT;
+	if (state != REC_IN_PROGRESS && state != REC_COMPLETED)
+		return IDEM_ECORRUPT;
+	out->state = (enum rec_state)state;
+	if ((rc = rd_bytes(r, FP_SIZE, &p)) != IDEM_OK)
+		return rc;
+	memcpy(out->fp, p, FP_SIZE);
+	if ((rc = rd_bytes(r, REC_TOKEN_SIZE, &p)) != IDEM_OK)
+		return rc;
+	memcpy(out->token, p, REC_TOKEN_SIZE);
+	if ((rc = rd_u64(r, &out->created_ms)) != IDEM_OK ||
+	    (rc = rd_u64(r, &out->expires_ms)) != IDEM_OK ||
+	    (rc = rd_u64(r, &out->lease_ms)) != IDEM_OK ||
+	    (rc = rd_u32(r, &out->attempts)) != IDEM_OK ||
+	    (rc = rd_u32(r, &out->stage)) != IDEM_OK ||
+	    (rc = rd_u16(r, &cplen)) != IDEM_OK)
+		return rc;
+	if (cplen > REC_MAX_CHECKPOINT)
+		return IDEM_ECORRUPT;
+	if ((rc = rec_get_blob(r, cplen, &out->cp)) != IDEM_OK)
+		return rc;
+	out->cplen = cplen;
+	if (out->state == REC_COMPLETED)
+		return rec_get_response(r, &out->resp);
+	return IDEM_OK;
+}
+
+int
+rec_decode(const void *data, size_t len, struct rec *r)
+{
+	struct rd rd;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	rd_init(&rd, data, len);
+	if ((rc = rec_get(&rd, r)) == IDEM_OK && rd.left != 0)
+		rc = IDEM_ECORRUPT;
+	if (rc != IDEM_OK)
+		rec_free(r);
+	return rc;
+}
+
+void
+rec_response_free(struct rec_response *resp)
+{
+	size_t i;
+
+	for (i = 0; i < resp->nheaders && i < REC_MAX_HEADERS; i++) {
+		free(resp->headers[i].name);
+		free(resp->headers[i].value);
+	}
+	free(resp->body);
+	memset(resp, 0, sizeof(*resp));
+}
+
+void
+rec_free(struct rec *r)
+{
+	free(r->cp);
+	rec_response_free(&r->resp);
+	memset(r, 0, sizeof(*r));
+}
+
+static char *
+rec_strdup(const char *s)
+{
+	size_t len = strlen(s) + 1;
+	char *p;
+
+	if ((p = malloc(len)) != NULL)
+		memcpy(p, s, len);
+	return p;
+}
+
+/*
+ * dst is overwritten, not freed first.  On failure dst is left empty, so
+ * rec_response_free on it is always safe.
+ */
+int
+rec_response_copy(struct rec_response *dst, const struct rec_response *src)
+{
+	size_t i;
+
+	memset(dst, 0, sizeof(*dst));
+	if (src->nheaders > REC_MAX_HEADERS)
+		return IDEM_ETOOBIG;
+	dst->status = src->status;
+	for (i = 0; i < src->nheaders; i++) {
+		struct rec_header *h = &dst->headers[i];
+
+		if (src->headers[i].name == NULL ||
+		    src->headers[i].value == NULL)
+			goto invalid;
+		if ((h->name = rec_strdup(src->headers[i].name)) == NULL)
+			goto nomem;
+		if ((h->value = rec_strdup(src->headers[i].value)) == NULL) {
+			free(h->name);
+			h->name = NULL;
+			goto nomem;
+		}
+		dst->nheaders = i + 1;
+	}
+	if (src->bodylen > 0) {
+		if (src->body == NULL)
+			goto invalid;
+		if ((dst->body = malloc(src->bodylen)) == NULL)
+			goto nomem;
+		memcpy(dst->body, src->body, src->bodylen);
+		dst->bodylen = src->bodylen;
+	}
+	return IDEM_OK;
+
+invalid:
+	rec_response_free(dst);
+	return IDEM_EINVAL;
+nomem:
+	rec_response_free(dst);
+	return IDEM_ENOMEM;
+}

@@ -1,0 +1,79 @@
+/*
+ * record.h: what the store keeps for one (scope, key).
+ *
+ * Encoded records start with a version byte (REC_VERSION) so their layout
+ * can change; rec_decode refuses versions it does not know.  All integers
+ * are big-endian.  Times are milliseconds since the Unix epoch.
+ */
+#ifndef IDEM_RECORD_H
+#define IDEM_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "fp.h"
+
+#define REC_VERSION 1
+#define REC_TOKEN_SIZE 16
+#define REC_MAX_HEADERS 8
+#define REC_MAX_CHECKPOINT 4096
+
+enum rec_state {
+	REC_IN_PROGRESS = 1,
+	REC_COMPLETED = 2
+};
+
+/* A stored response header, e.g. Content-Type, Location, ETag. */
+struct rec_header {
+	char *name;
+	char *value;
+};
+
+/*
+ * The answer kept for replay.  Only headers that clients rely on are kept
+ * (never request headers, never per-request ones such as a request id).
+ */
+struct rec_response {
+	int status;
+	size_t nheaders;
+	struct rec_header headers[REC_MAX_HEADERS];
+	uint8_t *body;
+	size_t bodylen;
+};
+
+struct rec {
+	enum rec_state state;
+	uint8_t fp[FP_SIZE];
+	uint8_t token[REC_TOKEN_SIZE]; /* owner of the claim; zero once completed */
+	uint64_t created_ms;           /* first claim */
+	uint64_t expires_ms;           /* created_ms + TTL */
+	uint64_t lease_ms;             /* in progress: the lease ends here */
+	uint32_t attempts;             /* 1 at the first claim, +1 per take-over */
+	/*
+	 * Recovery point: an application-defined stage and bytes, written by
+	 * checkpoints and kept across take-overs.
+	 */
+	uint32_t stage;
+	uint8_t *cp;
+	size_t cplen;
+	struct rec_response resp;      /* REC_COMPLETED only */
+};
+
+/* Appends the encoding of r to out.  IDEM_OK, IDEM_ENOMEM or IDEM_ETOOBIG. */
+int rec_encode(const struct rec *r, struct buf *out);
+
+/*
+ * Decodes len bytes into *r, which then owns copies of every variable
+ * part (free with rec_free; the source may go away).  IDEM_ECORRUPT for a
+ * truncated, trailing or unknown-version encoding, IDEM_ENOMEM.
+ */
+int rec_decode(const void *data, size_t len, struct rec *r);
+
+void rec_free(struct rec *r);
+
+/* Deep copy of src into dst (which rec_free then releases). */
+int rec_response_copy(struct rec_response *dst, const struct rec_response *src);
+void rec_response_free(struct rec_response *resp);
+
+#endif

@@ -1,0 +1,158 @@
+/*
+ * store.h: durable storage for claims, responses and application rows.
+ *
+ * The interface is backend-neutral (claim, checkpoint, complete, release,
+ * abandon, lookup, purge); store_lmdb.c implements it on LMDB and is the
+ * only file that includes lmdb.h.  Every write is one transaction that
+ * is synced to disk before the call returns (LMDB's default sync), so a
+ * caller that got IDEM_OK may show the result to the world.
+ *
+ * Keys are addressed by (scope, key): scope is the authenticated
+ * principal, key the client's Idempotency-Key.  Neither may contain a NUL
+ * byte.  Application rows live in tables (enum store_table).
+ *
+ * Open the store after fork, once per process: an LMDB environment must
+ * not be used across fork.  store_open clears reader slots left by dead
+ * processes (mdb_reader_check).
+ */
+#ifndef IDEM_STORE_H
+#define IDEM_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "engine.h"
+#include "record.h"
+
+enum store_table {
+	STORE_PAYMENTS = 0, /* application: payment id -> payment row */
+	STORE_BY_ACCOUNT,   /* application: scope NUL time id -> payment id */
+	STORE_LEDGER,       /* the simulated provider's charges */
+	STORE_TABLE__MAX
+};
+
+struct store_config {
+	const char *dir;      /* created if missing */
+	size_t map_size;      /* bytes; 0 for the default (256 MiB) */
+	int read_only;
+};
+
+struct store;
+
+int store_open(const struct store_config *cfg, struct store **out);
+void store_close(struct store *s);
+
+/*
+ * Read-only lookup of (scope, key), from a read transaction without the
+ * write lock.  On IDEM_OK *out owns its data (rec_free).  IDEM_ENOTFOUND.
+ */
+int store_lookup(struct store *s, const char *scope, const char *key,
+    struct rec *out);
+
+/* The outcome of store_claim. */
+struct store_claim {
+	enum engine_decision decision;
+	uint32_t retry_after; /* ENGINE_CONFLICT */
+	struct rec rec;       /* the record as it now stands (rec_free) */
+};
+
+/*
+ * Claims (scope, key) in one write transaction: reads what is stored,
+ * asks engine_decide, and on ENGINE_CLAIM writes a fresh in-progress
+ * record owned by token (lease now+lease_ms, expiry now+ttl_ms); on
+ * ENGINE_TAKEOVER rewrites the record with the new token and lease,
+ * attempts+1, keeping its stage and checkpoint.  Other decisions write
+ * nothing.  out->rec is filled in every case but ENGINE_CLAIM of an
+ * absent key, where it is the new record.
+ */
+int store_claim(struct store *s, const char *scope, const char *key,
+    const uint8_t fp[FP_SIZE], const uint8_t token[REC_TOKEN_SIZE],
+    uint64_t now_ms, uint64_t lease_ms, uint64_t ttl_ms,
+    struct store_claim *out);
+
+/*
+ * Records a recovery point on a claim we own, and renews its lease to
+ * now+lease_ms.  IDEM_ELOST when the claim is not ours any more.
+ */
+int store_checkpoint(struct store *s, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], uint32_t stage, const void *cp,
+    size_t cplen, uint64_t now_ms, uint64_t lease_ms);
+
+/* An application row written with a completion, in the same transaction. */
+struct store_put {
+	enum store_table table;
+	const void *key;
+	size_t keylen;
+	const void *val;
+	size_t vallen;
+};
+
+/*
+ * Completes a claim we own: stores resp and writes every put, all in one
+ * transaction, so the rows and the completion commit together or not at
+ * all.  IDEM_ELOST when the claim is not ours any more (nothing written).
+ */
+int store_complete(struct store *s, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], const struct rec_response *resp,
+    const struct store_put *puts, size_t nputs, uint64_t now_ms);
+
+/*
+ * Deletes a claim we own, so the key can be used afresh.  Only for a
+ * failure after which no side effect can have happened.  IDEM_ELOST.
+ */
+int store_release(struct store *s, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE]);
+
+/*
+ * Ends our lease now but keeps the claim and its recovery point, for a
+ * failure after which a side effect may have happened: the next retry
+ * takes it over and resumes.  IDEM_ELOST.
+ */
+int store_abandon(struct store *s, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], uint64_t now_ms);
+
+/*
+ * Deletes at most max records whose expiry is <= now_ms, walking the
+ * expiry index in order, so the cost is what has expired, not what is
+ * stored.  In-progress records whose lease is still valid are kept.
+ * *purged gets the count.
+ */
+int store_purge(struct store *s, uint64_t now_ms, size_t max, size_t *purged);
+
+/* Application rows. */
+int store_get(struct store *s, enum store_table t, const void *key,
+    size_t keylen, struct buf *out);
+
+/*
+ * Inserts key -> val unless the key exists, atomically.  When it exists,
+ * IDEM_EEXIST and the stored value is appended to existing (if not NULL).
+ */
+int store_insert_once(struct store *s, enum store_table t, const void *key,
+    size_t keylen, const void *val, size_t vallen, struct buf *existing);
+
+/*
+ * Calls fn for each row of table t whose key starts with prefix, in key
+ * order (reverse order when reverse is set), until fn returns non-zero or
+ * limit rows were visited (0: no limit).  key and val are valid only
+ * during the call.  One read transaction.
+ */
+typedef int (*store_scan_fn)(void *ctx, const void *key, size_t keylen,
+    const void *val, size_t vallen);
+int store_scan(struct store *s, enum store_table t, const void *prefix,
+    size_t prefixlen, int reverse, size_t limit, store_scan_fn fn, void *ctx);
+
+/*
+ * Calls fn for each idempotency record (scope, key, record), in key
+ * order, from one read transaction; records are valid only during the
+ * call.  For operators: statistics and stuck claims.
+ */
+typedef int (*store_each_fn)(void *ctx, const char *scope, const char *key,
+    const struct rec *r);
+int store_each(struct store *s, store_each_fn fn, void *ctx);
+
+/* Number of rows in table t, and of idempotency records. */
+int store_count(struct store *s, enum store_table t, size_t *n);
+int store_count_keys(struct store *s, size_t *n);
+
+#endif

@@ -1,0 +1,1219 @@
+/*
+ * store_lmdb.c: the store on LMDB.
+ *
+ * This is the only file that includes lmdb.h; MDB_* and errno values are
+ * translated to enum idem_err here (store_err) and nowhere else.
+ *
+ * One environment in cfg->dir, with these named databases:
+ *
+ *	keys		scope NUL key -> record (record.h encoding)
+ *	expiry		be64(expires_ms) scope NUL key -> empty
+ *	payments, by_account, ledger
+ *			one per enum store_table, for the application
+ *
+ * The expiry index sorts by time, so store_purge reads only what has
+ * expired.  A record and its expiry entry are written and deleted in the
+ * same transaction.  Scope cannot contain a NUL, so "scope NUL key" names
+ * exactly one (scope, key): no scope can reach into another's keys.
+ *
+ * Every write is one write transaction with LMDB's default, durable sync
+ * (never MDB_NOSYNC, MDB_NOMETASYNC or an asynchronous MDB_WRITEMAP): when
+ * a call returns IDEM_OK its effect is on disk (doc/DESIGN.md, invariant
+ * 2).  Write transactions do no I/O of their own beyond LMDB's and never
+ * wait on anything outside this file, so the write lock is held briefly.
+ *
+ * Processes are single-threaded (one request at a time per worker), so the
+ * table of open environments below needs no lock.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <lmdb.h>
+
+#include "buf.h"
+#include "crypto.h"
+#include "engine.h"
+#include "err.h"
+#include "fault.h"
+#include "record.h"
+#include "store.h"
+
+#define STORE_DEFAULT_MAP_SIZE ((size_t)256 << 20)
+/* keys, expiry, and one per application table. */
+#define STORE_MAX_DBS (2 + STORE_TABLE__MAX)
+/*
+ * Room for the longest LMDB key (511 bytes in a default build, see
+ * mdb_env_get_maxkeysize), so keys are built on the stack.
+ */
+#define STORE_KEY_BUF 512
+#define STORE_EXPIRY_PREFIX 8
+/*
+ * store_purge may step over entries it must keep (a claim whose lease
+ * outlived its expiry, a record it cannot decode); it steps over at most
+ * this many beyond max, so one call stays one short transaction.
+ */
+#define STORE_PURGE_SLACK 64
+
+static const char *const store_table_names[STORE_TABLE__MAX] = {
+	[STORE_PAYMENTS] = "payments",
+	[STORE_BY_ACCOUNT] = "by_account",
+	[STORE_LEDGER] = "ledger",
+};
+
+/*
+ * One open LMDB environment.  LMDB forbids opening the same environment
+ * twice in one process (closing either would drop the other's POSIX
+ * locks), so every store handle of this process on the same directory
+ * shares one, counted by refs.  pid tells an environment inherited across
+ * fork, which must never be used, from our own.
+ */
+struct store_env {
+	struct store_env *next;
+	dev_t dev;
+	ino_t ino;
+	pid_t pid;
+	int refs;
+	int read_only;
+	size_t maxkey;
+	MDB_env *env;
+	MDB_dbi keys;
+	MDB_dbi expiry;
+	MDB_dbi tables[STORE_TABLE__MAX];
+};
+
+struct store {
+	struct store_env *e;
+	int read_only;
+};
+
+/* A key built on the stack: a record key, or an expiry key. */
+struct store_key {
+	size_t len;
+	uint8_t data[STORE_KEY_BUF];
+};
+
+static struct store_env *store_envs;
+
+/* The one place where LMDB and errno codes become enum idem_err. */
+static int
+store_err(int rc)
+{
+	switch (rc) {
+	case MDB_SUCCESS:
+		return IDEM_OK;
+	case MDB_NOTFOUND:
+		return IDEM_ENOTFOUND;
+	case MDB_KEYEXIST:
+		return IDEM_EEXIST;
+	case MDB_MAP_FULL:
+	case MDB_TXN_FULL:
+		return IDEM_EFULL;
+	case MDB_BAD_VALSIZE:
+		return IDEM_ETOOBIG;
+	case EACCES:
+	case EROFS:
+		return IDEM_EROFS;
+	case ENOMEM:
+		return IDEM_ENOMEM;
+	default:
+		/* MDB_CORRUPTED, MDB_PANIC, EIO, ENOSPC and the rest. */
+		return IDEM_EIO;
+	}
+}
+
+static void
+store_be64(uint8_t *p, uint64_t v)
+{
+	int i;
+
+	for (i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static uint64_t
+store_get_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* now + span, saturating: a huge TTL means "never", not "long ago". */
+static uint64_t
+store_add_ms(uint64_t now_ms, uint64_t span_ms)
+{
+	return span_ms > UINT64_MAX - now_ms ? UINT64_MAX : now_ms + span_ms;
+}
+
+static int
+store_table_ok(enum store_table t)
+{
+	return (unsigned)t < STORE_TABLE__MAX;
+}
+
+/*
+ * Builds "scope NUL key".  The expiry key is eight bytes longer, and it
+ * too must fit LMDB's key limit, so that limit is checked here, once.
+ */
+static int
+store_key_make(const struct store *s, const char *scope, const char *key,
+    struct store_key *k)
+{
+	size_t slen, klen;
+
+	if (scope == NULL || key == NULL || *scope == '\0' || *key == '\0')
+		return IDEM_EINVAL;
+	slen = strlen(scope);
+	klen = strlen(key);
+	if (slen > s->e->maxkey || klen > s->e->maxkey ||
+	    STORE_EXPIRY_PREFIX + slen + 1 + klen > s->e->maxkey)
+		return IDEM_ETOOBIG;
+	memcpy(k->data, scope, slen);
+	k->data[slen] = '\0';
+	memcpy(k->data + slen + 1, key, klen);
+	k->len = slen + 1 + klen;
+	return IDEM_OK;
+}
+
+static void
+store_expiry_make(uint64_t expires_ms, const struct store_key *k,
+    struct store_key *ek)
+{
+	store_be64(ek->data, expires_ms);
+	memcpy(ek->data + STORE_EXPIRY_PREFIX, k->data, k->len);
+	ek->len = STORE_EXPIRY_PREFIX + k->len;
+}
+
+/*
+ * Creates dir and its missing parents, mode 0700: the store holds stored
+ * responses, which are nobody else's business.
+ */
+static int
+store_mkdirs(const char *dir)
+{
+	char path[PATH_MAX];
+	size_t len = strlen(dir), i;
+	struct stat st;
+
+	if (len >= sizeof(path))
+		return IDEM_EINVAL;
+	memcpy(path, dir, len + 1);
+	for (i = 1; i <= len; i++) {
+		if (path[i] != '/' && path[i] != '\0')
+			continue;
+		path[i] = '\0';
+		if (mkdir(path, 0700) == -1 && errno != EEXIST)
+			return store_err(errno);
+		path[i] = dir[i];
+	}
+	if (stat(dir, &st) == -1)
+		return store_err(errno);
+	if (!S_ISDIR(st.st_mode))
+		return IDEM_EINVAL;
+	return IDEM_OK;
+}
+
+static int
+store_dbis_open(struct store_env *e, MDB_txn *txn, unsigned int flags)
+{
+	int rc, i;
+
+	if ((rc = mdb_dbi_open(txn, "keys", flags, &e->keys)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "expiry", flags, &e->expiry)) != 0)
+		return rc;
+	for (i = 0; i < STORE_TABLE__MAX; i++)
+		if ((rc = mdb_dbi_open(txn, store_table_names[i], flags,
+		    &e->tables[i])) != 0)
+			return rc;
+	return 0;
+}
+
+static size_t
+store_map_size(size_t want)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t psz = page > 0 ? (size_t)page : 4096;
+
+	if (want == 0)
+		want = STORE_DEFAULT_MAP_SIZE;
+	if (want > SIZE_MAX - psz)
+		return want - want % psz;
+	return (want + psz - 1) / psz * psz;
+}
+
+/*
+ * Opens the environment and its databases.  LMDB error codes come back
+ * raw; the caller translates them.
+ */
+static int
+store_env_open(const struct store_config *cfg, const struct stat *st,
+    struct store_env **out)
+{
+	struct store_env *e;
+	MDB_txn *txn;
+	unsigned int flags = MDB_NOTLS;
+	int rc, dead, maxkey;
+
+	if ((e = calloc(1, sizeof(*e))) == NULL)
+		return ENOMEM;
+	if ((rc = mdb_env_create(&e->env)) != 0)
+		goto fail_free;
+	if ((rc = mdb_env_set_maxdbs(e->env, STORE_MAX_DBS)) != 0 ||
+	    (rc = mdb_env_set_mapsize(e->env,
+	    store_map_size(cfg->map_size))) != 0)
+		goto fail_env;
+	if (cfg->read_only)
+		flags |= MDB_RDONLY;
+	if ((rc = mdb_env_open(e->env, cfg->dir, flags, 0600)) != 0)
+		goto fail_env;
+	/*
+	 * A worker killed inside a read transaction leaves its reader slot
+	 * behind, and that slot pins old pages until someone clears it.
+	 */
+	if ((rc = mdb_reader_check(e->env, &dead)) != 0)
+		goto fail_env;
+	if ((rc = mdb_txn_begin(e->env, NULL, cfg->read_only ? MDB_RDONLY : 0,
+	    &txn)) != 0)
+		goto fail_env;
+	if ((rc = store_dbis_open(e, txn, cfg->read_only ? 0 : MDB_CREATE)) !=
+	    0)
+		goto fail_txn;
+	/* Handles opened in a transaction are ours only once it commits. */
+	if ((rc = mdb_txn_commit(txn)) != 0)
+		goto fail_env;
+	maxkey = mdb_env_get_maxkeysize(e->env);
+	e->maxkey = maxkey > 0 && maxkey < STORE_KEY_BUF ?
+	    (size_t)maxkey : STORE_KEY_BUF;
+	e->dev = st->st_dev;
+	e->ino = st->st_ino;
+	e->pid = getpid();
+	e->refs = 1;
+	e->read_only = cfg->read_only;
+	*out = e;
+	return 0;
+
+fail_txn:
+	mdb_txn_abort(txn);
+fail_env:
+	mdb_env_close(e->env);
+fail_free:
+	free(e);
+	return rc;
+}
+
+static struct store_env *
+store_env_find(const struct stat *st)
+{
+	struct store_env *e;
+	pid_t pid = getpid();
+
+	for (e = store_envs; e != NULL; e = e->next)
+		if (e->dev == st->st_dev && e->ino == st->st_ino &&
+		    e->pid == pid)
+			return e;
+	return NULL;
+}
+
+/*
+ * On IDEM_OK *out is the caller's, released with store_close.  A second
+ * open of the same directory in this process shares the first one's
+ * environment, whose map size stays as first set.  IDEM_EINVAL,
+ * IDEM_ENOTFOUND (read-only and nothing there), IDEM_EROFS, IDEM_ENOMEM,
+ * IDEM_EIO.
+ */
+int
+store_open(const struct store_config *cfg, struct store **out)
+{
+	struct store_env *e;
+	struct store *s;
+	struct stat st;
+	int rc;
+
+	*out = NULL;
+	if (cfg == NULL || cfg->dir == NULL || *cfg->dir == '\0')
+		return IDEM_EINVAL;
+	if (!cfg->read_only && (rc = store_mkdirs(cfg->dir)) != IDEM_OK)
+		return rc;
+	if (stat(cfg->dir, &st) == -1)
+		return errno == ENOENT ? IDEM_ENOTFOUND : store_err(errno);
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return IDEM_ENOMEM;
+	s->read_only = cfg->read_only;
+	if ((e = store_env_find(&st)) != NULL) {
+		/* A read-only environment cannot serve a writer. */
+		if (e->read_only && !cfg->read_only) {
+			rc = IDEM_EROFS;
+			goto fail;
+		}
+		e->refs++;
+	} else {
+		if ((rc = store_env_open(cfg, &st, &e)) != 0) {
+			rc = rc == ENOENT || rc == MDB_NOTFOUND ?
+			    IDEM_ENOTFOUND : store_err(rc);
+			goto fail;
+		}
+		e->next = store_envs;
+		store_envs = e;
+	}
+	s->e = e;
+	*out = s;
+	return IDEM_OK;
+
+fail:
+	free(s);
+	return rc;
+}
+
+void
+store_close(struct store *s)
+{
+	struct store_env **pp;
+	struct store_env *e;
+
+	if (s == NULL)
+		return;
+	e = s->e;
+	free(s);
+	if (--e->refs > 0)
+		return;
+	for (pp = &store_envs; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == e) {
+			*pp = e->next;
+			break;
+		}
+	/*
+	 * An environment inherited across fork belongs to the parent: closing
+	 * it here could clear the parent's state, so only forget it.
+	 */
+	if (e->pid == getpid())
+		mdb_env_close(e->env);
+	free(e);
+}
+
+static int
+store_txn_begin(struct store *s, int write, MDB_txn **txn)
+{
+	MDB_env *env = s->e->env;
+	unsigned int flags = write ? 0 : MDB_RDONLY;
+	int rc;
+
+	*txn = NULL;
+	if (write && s->read_only)
+		return IDEM_EROFS;
+	rc = mdb_txn_begin(env, NULL, flags, txn);
+	if (rc == MDB_MAP_RESIZED) {
+		/* Another process grew the map: adopt its size and go on. */
+		if ((rc = mdb_env_set_mapsize(env, 0)) == 0)
+			rc = mdb_txn_begin(env, NULL, flags, txn);
+	}
+	return store_err(rc);
+}
+
+/*
+ * Commits txn.  Whatever the outcome, txn is gone afterwards: a failed
+ * mdb_txn_commit has already freed it, so callers never abort after this.
+ */
+static int
+store_txn_commit(MDB_txn *txn)
+{
+	return store_err(mdb_txn_commit(txn));
+}
+
+/*
+ * Reads and decodes the record of k into *r (rec_free), zeroed when
+ * there is none: IDEM_ENOTFOUND.
+ */
+static int
+store_rec_get(struct store *s, MDB_txn *txn, const struct store_key *k,
+    struct rec *r)
+{
+	MDB_val key = { .mv_size = k->len, .mv_data = (void *)k->data };
+	MDB_val val;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if ((rc = store_err(mdb_get(txn, s->e->keys, &key, &val))) != IDEM_OK)
+		return rc;
+	return rec_decode(val.mv_data, val.mv_size, r);
+}
+
+static int
+store_rec_put(struct store *s, MDB_txn *txn, const struct store_key *k,
+    const struct rec *r)
+{
+	MDB_val key = { .mv_size = k->len, .mv_data = (void *)k->data };
+	MDB_val val;
+	struct buf b = BUF_INIT;
+	int rc;
+
+	if ((rc = rec_encode(r, &b)) != IDEM_OK)
+		goto out;
+	val.mv_size = b.len;
+	val.mv_data = b.data;
+	rc = store_err(mdb_put(txn, s->e->keys, &key, &val, 0));
+out:
+	buf_free(&b);
+	return rc;
+}
+
+static int
+store_expiry_put(struct store *s, MDB_txn *txn, uint64_t expires_ms,
+    const struct store_key *k)
+{
+	struct store_key ek;
+	MDB_val key, val = { .mv_size = 0, .mv_data = NULL };
+
+	store_expiry_make(expires_ms, k, &ek);
+	key.mv_size = ek.len;
+	key.mv_data = ek.data;
+	return store_err(mdb_put(txn, s->e->expiry, &key, &val, 0));
+}
+
+/* An index entry already missing is no error: the goal is its absence. */
+static int
+store_expiry_del(struct store *s, MDB_txn *txn, uint64_t expires_ms,
+    const struct store_key *k)
+{
+	struct store_key ek;
+	MDB_val key;
+	int rc;
+
+	store_expiry_make(expires_ms, k, &ek);
+	key.mv_size = ek.len;
+	key.mv_data = ek.data;
+	rc = store_err(mdb_del(txn, s->e->expiry, &key, NULL));
+	return rc == IDEM_ENOTFOUND ? IDEM_OK : rc;
+}
+
+/*
+ * Loads the record of k into *r and checks that it is an in-progress
+ * claim held by token.  IDEM_ELOST (and *r empty) when it is gone,
+ * completed, or taken over by someone else.
+ */
+static int
+store_rec_own(struct store *s, MDB_txn *txn, const struct store_key *k,
+    const uint8_t token[REC_TOKEN_SIZE], struct rec *r)
+{
+	int rc;
+
+	rc = store_rec_get(s, txn, k, r);
+	if (rc == IDEM_ENOTFOUND)
+		return IDEM_ELOST;
+	if (rc != IDEM_OK)
+		return rc;
+	if (r->state != REC_IN_PROGRESS ||
+	    !crypto_equal(r->token, token, REC_TOKEN_SIZE)) {
+		rec_free(r);
+		return IDEM_ELOST;
+	}
+	return IDEM_OK;
+}
+
+int
+store_lookup(struct store *s, const char *scope, const char *key,
+    struct rec *out)
+{
+	struct store_key k;
+	MDB_txn *txn;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = store_key_make(s, scope, key, &k)) != IDEM_OK)
+		return rc;
+	if ((rc = store_txn_begin(s, 0, &txn)) != IDEM_OK)
+		return rc;
+	/* rec_decode copies, so the record outlives the transaction. */
+	rc = store_rec_get(s, txn, &k, out);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+/*
+ * Replaces whatever is in *r (an expired record, or nothing) with a fresh
+ * claim, and writes it and its expiry entry.
+ */
+static int
+store_claim_fresh(struct store *s, MDB_txn *txn, const struct store_key *k,
+    int stale, const uint8_t fp[FP_SIZE], const uint8_t token[REC_TOKEN_SIZE],
+    uint64_t now_ms, uint64_t lease_ms, uint64_t ttl_ms, struct rec *r)
+{
+	int rc;
+
+	if (stale && (rc = store_expiry_del(s, txn, r->expires_ms, k)) !=
+	    IDEM_OK)
+		return rc;
+	rec_free(r);
+	r->state = REC_IN_PROGRESS;
+	memcpy(r->fp, fp, FP_SIZE);
+	memcpy(r->token, token, REC_TOKEN_SIZE);
+	r->created_ms = now_ms;
+	r->expires_ms = store_add_ms(now_ms, ttl_ms);
+	r->lease_ms = store_add_ms(now_ms, lease_ms);
+	r->attempts = 1;
+	if ((rc = store_rec_put(s, txn, k, r)) != IDEM_OK)
+		return rc;
+	return store_expiry_put(s, txn, r->expires_ms, k);
+}
+
+/*
+ * The expiry stays as it was: a take-over resumes the original request,
+ * it does not start the key's lifetime again.
+ */
+static int
+store_claim_takeover(struct store *s, MDB_txn *txn, const struct store_key *k,
+    const uint8_t token[REC_TOKEN_SIZE], uint64_t now_ms, uint64_t lease_ms,
+    struct rec *r)
+{
+	memcpy(r->token, token, REC_TOKEN_SIZE);
+	r->lease_ms = store_add_ms(now_ms, lease_ms);
+	if (r->attempts < UINT32_MAX)
+		r->attempts++;
+	return store_rec_put(s, txn, k, r);
+}
+
+int
+store_claim(struct store *s, const char *scope, const char *key,
+    const uint8_t fp[FP_SIZE], const uint8_t token[REC_TOKEN_SIZE],
+    uint64_t now_ms, uint64_t lease_ms, uint64_t ttl_ms,
+    struct store_claim *out)
+{
+	struct store_key k;
+	struct rec cur;
+	MDB_txn *txn;
+	int rc, found;
+
+	memset(out, 0, sizeof(*out));
+	/* A zero lease or TTL would let the very next retry run again. */
+	if (lease_ms == 0 || ttl_ms == 0)
+		return IDEM_EINVAL;
+	if ((rc = store_key_make(s, scope, key, &k)) != IDEM_OK)
+		return rc;
+	if ((rc = store_txn_begin(s, 1, &txn)) != IDEM_OK)
+		return rc;
+	/*
+	 * The caller may have looked from a read transaction already; that
+	 * view may be stale.  This read, under the write lock, is the one
+	 * that decides (doc/DESIGN.md, "Storage").
+	 */
+	rc = store_rec_get(s, txn, &k, &cur);
+	if (rc != IDEM_OK && rc != IDEM_ENOTFOUND)
+		goto fail_txn;
+	found = rc == IDEM_OK;
+	out->decision = engine_decide(found ? &cur : NULL, fp, now_ms,
+	    &out->retry_after);
+	switch (out->decision) {
+	case ENGINE_CLAIM:
+		rc = store_claim_fresh(s, txn, &k, found, fp, token, now_ms,
+		    lease_ms, ttl_ms, &cur);
+		break;
+	case ENGINE_TAKEOVER:
+		rc = store_claim_takeover(s, txn, &k, token, now_ms, lease_ms,
+		    &cur);
+		break;
+	default:
+		/* Nothing to write: give the lock back without a sync. */
+		mdb_txn_abort(txn);
+		out->rec = cur;
+		return IDEM_OK;
+	}
+	if (rc != IDEM_OK)
+		goto fail_txn;
+	fault_point("store_claim_commit");
+	if ((rc = store_txn_commit(txn)) != IDEM_OK)
+		goto fail_rec;
+	out->rec = cur;
+	return IDEM_OK;
+
+fail_txn:
+	mdb_txn_abort(txn);
+fail_rec:
+	rec_free(&cur);
+	memset(out, 0, sizeof(*out));
+	return rc;
+}
+
+int
+store_checkpoint(struct store *s, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], uint32_t stage, const void *cp,
+    size_t cplen, uint64_t now_ms, uint64_t lease_ms)
+{
+	struct store_key k;
+	struct rec cur, next;
+	MDB_txn *txn;
+	int rc;
+
+	if (cplen > REC_MAX_CHECKPOINT)
+		return IDEM_ETOOBIG;
+	if (cplen > 0 && cp == NULL)
+		return IDEM_EINVAL;
+	if ((rc = store_key_make(s, scope, key, &k)) != IDEM_OK)
+		return rc;
+	if ((rc = store_txn_begin(s, 1, &txn)) != IDEM_OK)
+		return rc;
+	if ((rc = store_rec_own(s, txn, &k, token, &cur)) != IDEM_OK)
+		goto fail_txn;
+	/* next borrows cp from the caller and is only encoded, never freed. */
+	next = cur;
+	next.stage = stage;
+	next.cp = (uint8_t *)cp;
+	next.cplen = cplen;
+	next.lease_ms = store_add_ms(now_ms, lease_ms);
+	if ((rc = store_rec_put(s, txn, &k, &next)) != IDEM_OK)
+		goto fail_rec;
+	rec_free(&cur);
+	return store_txn_commit(txn);
+
+fail_rec:
+	rec_free(&cur);
+fail_txn:
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+static int
+store_puts_check(const struct store *s, const struct store_put *puts,
+    size_t nputs)
+{
+	size_t i;
+
+	if (nputs > 0 && puts == NULL)
+		return IDEM_EINVAL;
+	for (i = 0; i < nputs; i++) {
+		if (!store_table_ok(puts[i].table) || puts[i].key == NULL ||
+		    puts[i].keylen == 0 ||
+		    (puts[i].vallen > 0 && puts[i].val == NULL))
+			return IDEM_EINVAL;
+		if (puts[i].keylen > s->e->maxkey)
+			return IDEM_ETOOBIG;
+	}
+	return IDEM_OK;
+}
+
+static int
+store_puts_write(struct store *s, MDB_txn *txn, const struct store_put *puts,
+    size_t nputs)
+{
+	MDB_val key, val;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < nputs; i++) {
+		key.mv_size = puts[i].keylen;
+		key.mv_data = (void *)puts[i].key;
+		val.mv_size = puts[i].vallen;
+		val.mv_data = (void *)puts[i].val;
+		if ((rc = store_err(mdb_put(txn, s->e->tables[puts[i].table],
+		    &key, &val, 0))) != IDEM_OK)
+			return rc;
+	}
+	return IDEM_OK;
+}
+
+/*
+ * The completed record keeps the stage (how far the work went) but drops
+ * the checkpoint bytes, which nothing reads once the answer is stored.
+ * Its token is zeroed, so no one owns it any more, and its lease_ms
+ * becomes the time of completion.
+ */
+int
+store_complete(struct store *s, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], const struct rec_response *resp,
+    const struct store_put *puts, size_t nputs, uint64_t now_ms)
+{
+	struct store_key k;
+	struct rec cur, done;
+	MDB_txn *txn;
+	int rc;
+
+	if (resp == NULL)
+		return IDEM_EINVAL;
+	if ((rc = store_puts_check(s, puts, nputs)) != IDEM_OK)
+		return rc;
+	if ((rc = store_key_make(s, scope, key, &k)) != IDEM_OK)
+		return rc;
+	if ((rc = store_txn_begin(s, 1, &txn)) != IDEM_OK)
+		return rc;
+	if ((rc = store_rec_own(s, txn, &k, token, &cur)) != IDEM_OK)
+		goto fail_txn;
+	/* done borrows resp from the caller and is only encoded. */
+	done = cur;
+	done.state = REC_COMPLETED;
+	memset(done.token, 0, sizeof(done.token));
+	done.lease_ms = now_ms;
+	done.cp = NULL;
+	done.cplen = 0;
+	done.resp = *resp;
+	if ((rc = store_rec_put(s, txn, &k, &done)) != IDEM_OK ||
+	    (rc = store_puts_write(s, txn, puts, nputs)) != IDEM_OK)
+		goto fail_rec;
+	rec_free(&cur);
+	fault_point("store_complete_commit");
+	return store_txn_commit(txn);
+
+fail_rec:
+	rec_free(&cur);
+fail_txn:
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+int
+store_release(struct store *s, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE])
+{
+	struct store_key k;
+	struct rec cur;
+	MDB_txn *txn;
+	MDB_val dkey;
+	int rc;
+
+	if ((rc = store_key_make(s, scope, key, &k)) != IDEM_OK)
+		return rc;
+	if ((rc = store_txn_begin(s, 1, &txn)) != IDEM_OK)
+		return rc;
+	if ((rc = store_rec_own(s, txn, &k, token, &cur)) != IDEM_OK)
+		goto fail_txn;
+	dkey.mv_size = k.len;
+	dkey.mv_data = k.data;
+	if ((rc = store_err(mdb_del(txn, s->e->keys, &dkey, NULL))) !=
+	    IDEM_OK ||
+	    (rc = store_expiry_del(s, txn, cur.expires_ms, &k)) != IDEM_OK)
+		goto fail_rec;
+	rec_free(&cur);
+	return store_txn_commit(txn);
+
+fail_rec:
+	rec_free(&cur);
+fail_txn:
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+int
+store_abandon(struct store *s, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], uint64_t now_ms)
+{
+	struct store_key k;
+	struct rec cur;
+	MDB_txn *txn;
+	int rc;
+
+	if ((rc = store_key_make(s, scope, key, &k)) != IDEM_OK)
+		return rc;
+	if ((rc = store_txn_begin(s, 1, &txn)) != IDEM_OK)
+		return rc;
+	if ((rc = store_rec_own(s, txn, &k, token, &cur)) != IDEM_OK)
+		goto fail_txn;
+	/* engine_decide treats lease_ms <= now as over: a take-over is due. */
+	cur.lease_ms = now_ms;
+	if ((rc = store_rec_put(s, txn, &k, &cur)) != IDEM_OK)
+		goto fail_rec;
+	rec_free(&cur);
+	return store_txn_commit(txn);
+
+fail_rec:
+	rec_free(&cur);
+fail_txn:
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+enum store_purge_step {
+	STORE_PURGE_STOP,    /* the index has nothing older than now */
+	STORE_PURGE_KEEP,    /* keep the entry and its record */
+	STORE_PURGE_DROP,    /* the index entry was stale: deleted alone */
+	STORE_PURGE_DELETE   /* record and index entry deleted */
+};
+
+/*
+ * Decides about the expiry entry ek under the cursor, and deletes what
+ * should go.  ek is a copy: deleting under the cursor invalidates the
+ * bytes LMDB handed out.
+ */
+static int
+store_purge_entry(struct store *s, MDB_txn *txn, MDB_cursor *c,
+    const struct store_key *ek, uint64_t now_ms, enum store_purge_step *step)
+{
+	struct store_key k;
+	struct rec r;
+	MDB_val key;
+	uint64_t expires;
+	int rc;
+
+	*step = STORE_PURGE_KEEP;
+	if (ek->len <= STORE_EXPIRY_PREFIX) {
+		/* Not an entry this file writes; it points nowhere. */
+		*step = STORE_PURGE_DROP;
+		return store_err(mdb_cursor_del(c, 0));
+	}
+	expires = store_get_be64(ek->data);
+	if (expires > now_ms) {
+		*step = STORE_PURGE_STOP;
+		return IDEM_OK;
+	}
+	k.len = ek->len - STORE_EXPIRY_PREFIX;
+	memcpy(k.data, ek->data + STORE_EXPIRY_PREFIX, k.len);
+	rc = store_rec_get(s, txn, &k, &r);
+	if (rc == IDEM_ECORRUPT)
+		return IDEM_OK;
+	if (rc != IDEM_OK && rc != IDEM_ENOTFOUND)
+		return rc;
+	if (rc == IDEM_ENOTFOUND || r.expires_ms != expires) {
+		/* The record is gone or was claimed afresh since. */
+		rec_free(&r);
+		*step = STORE_PURGE_DROP;
+		return store_err(mdb_cursor_del(c, 0));
+	}
+	/*
+	 * A worker that checkpointed past the expiry is still running: its
+	 * completion must find the record, or the client would lose it.
+	 */
+	if (r.state == REC_IN_PROGRESS && r.lease_ms > now_ms) {
+		rec_free(&r);
+		return IDEM_OK;
+	}
+	rec_free(&r);
+	key.mv_size = k.len;
+	key.mv_data = k.data;
+	if ((rc = store_err(mdb_del(txn, s->e->keys, &key, NULL))) != IDEM_OK)
+		return rc;
+	*step = STORE_PURGE_DELETE;
+	return store_err(mdb_cursor_del(c, 0));
+}
+
+/*
+ * Walks the expiry index from its oldest entry.  After a delete the
+ * cursor is placed again with MDB_SET_RANGE on the deleted key, which
+ * finds its successor without relying on where mdb_cursor_del leaves the
+ * cursor.
+ */
+static int
+store_purge_walk(struct store *s, MDB_txn *txn, MDB_cursor *c,
+    uint64_t now_ms, size_t max, size_t *purged, int *changed)
+{
+	enum store_purge_step step;
+	struct store_key ek;
+	MDB_val key, val;
+	size_t visits, limit;
+	int rc;
+
+	limit = max > SIZE_MAX - STORE_PURGE_SLACK ? SIZE_MAX :
+	    max + STORE_PURGE_SLACK;
+	rc = store_err(mdb_cursor_get(c, &key, &val, MDB_FIRST));
+	for (visits = 0; rc == IDEM_OK && *purged < max && visits < limit;
+	    visits++) {
+		if (key.mv_size > sizeof(ek.data))
+			return IDEM_ECORRUPT;
+		ek.len = key.mv_size;
+		memcpy(ek.data, key.mv_data, key.mv_size);
+		if ((rc = store_purge_entry(s, txn, c, &ek, now_ms, &step)) !=
+		    IDEM_OK)
+			return rc;
+		if (step == STORE_PURGE_STOP)
+			return IDEM_OK;
+		if (step == STORE_PURGE_KEEP) {
+			rc = store_err(mdb_cursor_get(c, &key, &val,
+			    MDB_NEXT));
+			continue;
+		}
+		*changed = 1;
+		if (step == STORE_PURGE_DELETE)
+			(*purged)++;
+		key.mv_size = ek.len;
+		key.mv_data = ek.data;
+		rc = store_err(mdb_cursor_get(c, &key, &val, MDB_SET_RANGE));
+	}
+	return rc == IDEM_ENOTFOUND ? IDEM_OK : rc;
+}
+
+int
+store_purge(struct store *s, uint64_t now_ms, size_t max, size_t *purged)
+{
+	MDB_txn *txn;
+	MDB_cursor *c;
+	size_t n = 0;
+	int rc, changed = 0;
+
+	*purged = 0;
+	if (max == 0)
+		return IDEM_OK;
+	if ((rc = store_txn_begin(s, 1, &txn)) != IDEM_OK)
+		return rc;
+	if ((rc = store_err(mdb_cursor_open(txn, s->e->expiry, &c))) !=
+	    IDEM_OK)
+		goto fail_txn;
+	if ((rc = store_purge_walk(s, txn, c, now_ms, max, &n, &changed)) !=
+	    IDEM_OK)
+		goto fail_cursor;
+	mdb_cursor_close(c);
+	if (!changed) {
+		/* Nothing to write: spare the two syncs of a commit. */
+		mdb_txn_abort(txn);
+		return IDEM_OK;
+	}
+	if ((rc = store_txn_commit(txn)) != IDEM_OK)
+		return rc;
+	*purged = n;
+	return IDEM_OK;
+
+fail_cursor:
+	mdb_cursor_close(c);
+fail_txn:
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+static int
+store_row_key(const struct store *s, enum store_table t, const void *key,
+    size_t keylen)
+{
+	if (!store_table_ok(t) || key == NULL || keylen == 0)
+		return IDEM_EINVAL;
+	if (keylen > s->e->maxkey)
+		return IDEM_ETOOBIG;
+	return IDEM_OK;
+}
+
+/* Appends the row's value to out (the caller's buffer). */
+int
+store_get(struct store *s, enum store_table t, const void *key,
+    size_t keylen, struct buf *out)
+{
+	MDB_txn *txn;
+	MDB_val k = { .mv_size = keylen, .mv_data = (void *)key };
+	MDB_val v;
+	int rc;
+
+	if ((rc = store_row_key(s, t, key, keylen)) != IDEM_OK)
+		return rc;
+	if ((rc = store_txn_begin(s, 0, &txn)) != IDEM_OK)
+		return rc;
+	if ((rc = store_err(mdb_get(txn, s->e->tables[t], &k, &v))) ==
+	    IDEM_OK)
+		rc = buf_append(out, v.mv_data, v.mv_size);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+int
+store_insert_once(struct store *s, enum store_table t, const void *key,
+    size_t keylen, const void *val, size_t vallen, struct buf *existing)
+{
+	MDB_txn *txn;
+	MDB_val k = { .mv_size = keylen, .mv_data = (void *)key };
+	MDB_val v = { .mv_size = vallen, .mv_data = (void *)val };
+	int rc;
+
+	if ((rc = store_row_key(s, t, key, keylen)) != IDEM_OK)
+		return rc;
+	if (vallen > 0 && val == NULL)
+		return IDEM_EINVAL;
+	if ((rc = store_txn_begin(s, 1, &txn)) != IDEM_OK)
+		return rc;
+	rc = store_err(mdb_put(txn, s->e->tables[t], &k, &v,
+	    MDB_NOOVERWRITE));
+	if (rc == IDEM_EEXIST) {
+		/* On MDB_KEYEXIST LMDB points v at the stored value. */
+		if (existing != NULL &&
+		    buf_append(existing, v.mv_data, v.mv_size) != IDEM_OK)
+			rc = IDEM_ENOMEM;
+		goto fail_txn;
+	}
+	if (rc != IDEM_OK)
+		goto fail_txn;
+	return store_txn_commit(txn);
+
+fail_txn:
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+static int
+store_has_prefix(const MDB_val *key, const void *prefix, size_t prefixlen)
+{
+	if (prefixlen == 0)
+		return 1;
+	return key->mv_size >= prefixlen &&
+	    memcmp(key->mv_data, prefix, prefixlen) == 0;
+}
+
+/*
+ * Places c on the last key that starts with prefix, if any.  Every such
+ * key sorts before the prefix's successor (the prefix with its trailing
+ * 0xff bytes dropped and its last byte incremented), so find the first
+ * key at or after the successor and step back once.  A prefix of only
+ * 0xff bytes, or none, has no successor: start from the last key.
+ */
+static int
+store_scan_last(MDB_cursor *c, const void *prefix, size_t prefixlen,
+    MDB_val *key, MDB_val *val)
+{
+	uint8_t succ[STORE_KEY_BUF];
+	size_t n = prefixlen;
+	int rc;
+
+	if (prefixlen > 0)
+		memcpy(succ, prefix, prefixlen);
+	while (n > 0 && succ[n - 1] == 0xff)
+		n--;
+	if (n == 0)
+		return mdb_cursor_get(c, key, val, MDB_LAST);
+	succ[n - 1]++;
+	key->mv_size = n;
+	key->mv_data = succ;
+	rc = mdb_cursor_get(c, key, val, MDB_SET_RANGE);
+	if (rc == MDB_NOTFOUND)
+		return mdb_cursor_get(c, key, val, MDB_LAST);
+	if (rc != 0)
+		return rc;
+	return mdb_cursor_get(c, key, val, MDB_PREV);
+}
+
+static int
+store_scan_first(MDB_cursor *c, const void *prefix, size_t prefixlen,
+    MDB_val *key, MDB_val *val)
+{
+	if (prefixlen == 0)
+		return mdb_cursor_get(c, key, val, MDB_FIRST);
+	key->mv_size = prefixlen;
+	key->mv_data = (void *)prefix;
+	return mdb_cursor_get(c, key, val, MDB_SET_RANGE);
+}
+
+int
+store_scan(struct store *s, enum store_table t, const void *prefix,
+    size_t prefixlen, int reverse, size_t limit, store_scan_fn fn, void *ctx)
+{
+	MDB_txn *txn;
+	MDB_cursor *c;
+	MDB_val key, val;
+	size_t n = 0;
+	int rc;
+
+	if (!store_table_ok(t) || fn == NULL ||
+	    (prefixlen > 0 && prefix == NULL))
+		return IDEM_EINVAL;
+	/* No stored key is longer than LMDB's limit, so none can match. */
+	if (prefixlen > s->e->maxkey)
+		return IDEM_OK;
+	if ((rc = store_txn_begin(s, 0, &txn)) != IDEM_OK)
+		return rc;
+	if ((rc = store_err(mdb_cursor_open(txn, s->e->tables[t], &c))) !=
+	    IDEM_OK)
+		goto fail_txn;
+	rc = store_err(reverse ?
+	    store_scan_last(c, prefix, prefixlen, &key, &val) :
+	    store_scan_first(c, prefix, prefixlen, &key, &val));
+	while (rc == IDEM_OK && store_has_prefix(&key, prefix, prefixlen) &&
+	    (limit == 0 || n < limit)) {
+		n++;
+		if (fn(ctx, key.mv_data, key.mv_size, val.mv_data,
+		    val.mv_size) != 0)
+			break;
+		rc = store_err(mdb_cursor_get(c, &key, &val,
+		    reverse ? MDB_PREV : MDB_NEXT));
+	}
+	if (rc == IDEM_ENOTFOUND)
+		rc = IDEM_OK;
+	mdb_cursor_close(c);
+fail_txn:
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+/*
+ * Splits a record key into NUL-terminated scope and key, in out (which
+ * holds STORE_KEY_BUF + 1 bytes).
+ */
+static int
+store_key_split(const MDB_val *k, char *out, const char **scope,
+    const char **key)
+{
+	const char *nul;
+
+	if (k->mv_size > STORE_KEY_BUF ||
+	    (nul = memchr(k->mv_data, '\0', k->mv_size)) == NULL)
+		return IDEM_ECORRUPT;
+	memcpy(out, k->mv_data, k->mv_size);
+	out[k->mv_size] = '\0';
+	*scope = out;
+	*key = out + (nul - (const char *)k->mv_data) + 1;
+	return IDEM_OK;
+}
+
+/* IDEM_ECORRUPT, after the records before it, at a record it cannot read. */
+int
+store_each(struct store *s, store_each_fn fn, void *ctx)
+{
+	char names[STORE_KEY_BUF + 1];
+	const char *scope, *key;
+	MDB_txn *txn;
+	MDB_cursor *c;
+	MDB_val k, v;
+	struct rec r;
+	int rc, stop;
+
+	if (fn == NULL)
+		return IDEM_EINVAL;
+	if ((rc = store_txn_begin(s, 0, &txn)) != IDEM_OK)
+		return rc;
+	if ((rc = store_err(mdb_cursor_open(txn, s->e->keys, &c))) != IDEM_OK)
+		goto fail_txn;
+	rc = store_err(mdb_cursor_get(c, &k, &v, MDB_FIRST));
+	while (rc == IDEM_OK) {
+		if ((rc = store_key_split(&k, names, &scope, &key)) !=
+		    IDEM_OK ||
+		    (rc = rec_decode(v.mv_data, v.mv_size, &r)) != IDEM_OK)
+			break;
+		stop = fn(ctx, scope, key, &r);
+		rec_free(&r);
+		if (stop != 0)
+			break;
+		rc = store_err(mdb_cursor_get(c, &k, &v, MDB_NEXT));
+	}
+	if (rc == IDEM_ENOTFOUND)
+		rc = IDEM_OK;
+	mdb_cursor_close(c);
+fail_txn:
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+static int
+store_count_dbi(struct store *s, MDB_dbi dbi, size_t *n)
+{
+	MDB_txn *txn;
+	MDB_stat st;
+	int rc;
+
+	*n = 0;
+	if ((rc = store_txn_begin(s, 0, &txn)) != IDEM_OK)
+		return rc;
+	if ((rc = store_err(mdb_stat(txn, dbi, &st))) == IDEM_OK)
+		*n = st.ms_entries;
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+int
+store_count(struct store *s, enum store_table t, size_t *n)
+{
+	if (!store_table_ok(t))
+		return IDEM_EINVAL;
+	return store_count_dbi(s, s->e->tables[t], n);
+}
+
+int
+store_count_keys(struct store *s, size_t *n)
+{
+	return store_count_dbi(s, s->e->keys, n);
+}

@@ -1,0 +1,302 @@
+/*
+ * idemctl: the operator's tool for an idem store.
+ *
+ *   idemctl stats             counts of keys, payments, charges
+ *   idemctl purge [-n N]      delete expired keys, N per transaction
+ *   idemctl inspect SCOPE KEY one key's record (the key given, never listed)
+ *   idemctl stuck             claims whose lease ran out, keys hashed
+ *   idemctl hash-key [SECRET] the keys-file digest of an API secret
+ *   idemctl new-key ACCOUNT   a fresh API secret and its keys-file line
+ *
+ * The store and ledger directories come from IDEM_DB_DIR and
+ * IDEM_PROVIDER_DIR, as for the responder, or from -d and -p.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cfg.h"
+#include "crypto.h"
+#include "err.h"
+#include "fault.h"
+#include "provider.h"
+#include "store.h"
+
+static struct config ctl_cfg;
+
+static void
+ctl_usage(void)
+{
+	fprintf(stderr, "usage: idemctl [-d db_dir] [-p provider_dir] "
+	    "stats | purge [-n N] | inspect SCOPE KEY | stuck |\n"
+	    "               hash-key [SECRET] | new-key ACCOUNT\n");
+	exit(2);
+}
+
+static struct store *
+ctl_store(int read_only)
+{
+	struct store_config sc = { ctl_cfg.db_dir, ctl_cfg.map_size, read_only };
+	struct store *s;
+	int rc;
+
+	if ((rc = store_open(&sc, &s)) != IDEM_OK) {
+		fprintf(stderr, "idemctl: store %s: %s\n", ctl_cfg.db_dir,
+		    idem_strerror(rc));
+		exit(1);
+	}
+	return s;
+}
+
+struct ctl_stats {
+	size_t keys, completed, in_progress, stuck;
+	uint64_t now;
+};
+
+static int
+ctl_count(void *ctx, const char *scope, const char *key, const struct rec *r)
+{
+	struct ctl_stats *st = ctx;
+
+	(void)scope;
+	(void)key;
+	st->keys++;
+	if (r->state == REC_COMPLETED)
+		st->completed++;
+	else {
+		st->in_progress++;
+		if (r->lease_ms <= st->now)
+			st->stuck++;
+	}
+	return 0;
+}
+
+static int
+ctl_stats(void)
+{
+	struct provider_config pc = { ctl_cfg.provider_dir, ctl_cfg.map_size,
+	    0, PROVIDER_FAIL_NONE };
+	struct ctl_stats st = { 0, 0, 0, 0, clock_now_ms() };
+	struct provider *p;
+	struct store *s = ctl_store(0);
+	size_t payments = 0, charges = 0, declines = 0;
+	int rc;
+
+	if ((rc = store_each(s, ctl_count, &st)) != IDEM_OK ||
+	    (rc = store_count(s, STORE_PAYMENTS, &payments)) != IDEM_OK) {
+		fprintf(stderr, "idemctl: %s\n", idem_strerror(rc));
+		store_close(s);
+		return 1;
+	}
+	store_close(s);
+	if ((rc = provider_open(&pc, &p)) != IDEM_OK ||
+	    (rc = provider_count(p, &charges, &declines)) != IDEM_OK) {
+		fprintf(stderr, "idemctl: provider %s: %s\n",
+		    ctl_cfg.provider_dir, idem_strerror(rc));
+		return 1;
+	}
+	provider_close(p);
+	printf("keys: %zu\ncompleted: %zu\nin_progress: %zu\nstuck: %zu\n"
+	    "payments: %zu\ncharges: %zu\ndeclines: %zu\n", st.keys,
+	    st.completed, st.in_progress, st.stuck, payments, charges,
+	    declines);
+	return 0;
+}
+
+static int
+ctl_purge(int argc, char *argv[])
+{
+	struct store *s;
+	size_t batch = 1000, n, total = 0;
+	int rc, ch;
+
+	optind = 1;
+	while ((ch = getopt(argc, argv, "n:")) != -1) {
+		if (ch != 'n' || (batch = strtoul(optarg, NULL, 10)) == 0)
+			ctl_usage();
+	}
+	s = ctl_store(0);
+	/* Bounded batches keep each write transaction short. */
+	do {
+		if ((rc = store_purge(s, clock_now_ms(), batch, &n)) !=
+		    IDEM_OK) {
+			fprintf(stderr, "idemctl: purge: %s\n",
+			    idem_strerror(rc));
+			store_close(s);
+			return 1;
+		}
+		total += n;
+	} while (n == batch);
+	store_close(s);
+	printf("purged: %zu\n", total);
+	return 0;
+}
+
+static const char *
+ctl_state(const struct rec *r, uint64_t now)
+{
+	if (r->state == REC_COMPLETED)
+		return "completed";
+	return r->lease_ms > now ? "in_progress" : "lease_expired";
+}
+
+static void
+ctl_show(const char *scope, const char *keyhash, const struct rec *r,
+    uint64_t now)
+{
+	printf("scope: %s\nkey_sha256: %s\nstate: %s\nattempts: %u\n"
+	    "stage: %u\ncreated_ms: %llu\nexpires_ms: %llu\n", scope, keyhash,
+	    ctl_state(r, now), r->attempts, r->stage,
+	    (unsigned long long)r->created_ms,
+	    (unsigned long long)r->expires_ms);
+	if (r->state == REC_COMPLETED)
+		printf("status: %d\nbody_bytes: %zu\n", r->resp.status,
+		    r->resp.bodylen);
+	else
+		printf("lease_ms: %llu\n", (unsigned long long)r->lease_ms);
+}
+
+static void
+ctl_keyhash(const char *key, char out[2 * CRYPTO_SHA256_SIZE + 1])
+{
+	uint8_t d[CRYPTO_SHA256_SIZE];
+
+	crypto_sha256(key, strlen(key), d);
+	crypto_hex(d, sizeof(d), out);
+}
+
+static int
+ctl_inspect(const char *scope, const char *key)
+{
+	char hash[2 * CRYPTO_SHA256_SIZE + 1];
+	struct store *s = ctl_store(0);
+	struct rec r;
+	int rc;
+
+	rc = store_lookup(s, scope, key, &r);
+	store_close(s);
+	if (rc == IDEM_ENOTFOUND) {
+		printf("absent\n");
+		return 3;
+	}
+	if (rc != IDEM_OK) {
+		fprintf(stderr, "idemctl: %s\n", idem_strerror(rc));
+		return 1;
+	}
+	ctl_keyhash(key, hash);
+	ctl_show(scope, hash, &r, clock_now_ms());
+	rec_free(&r);
+	return 0;
+}
+
+static int
+ctl_stuck_one(void *ctx, const char *scope, const char *key,
+    const struct rec *r)
+{
+	char hash[2 * CRYPTO_SHA256_SIZE + 1];
+	uint64_t now = *(uint64_t *)ctx;
+
+	if (r->state != REC_IN_PROGRESS || r->lease_ms > now)
+		return 0;
+	ctl_keyhash(key, hash);
+	printf("%s %.16s attempts=%u stage=%u lease_ended_s_ago=%llu\n",
+	    scope, hash, r->attempts, r->stage,
+	    (unsigned long long)((now - r->lease_ms) / 1000));
+	return 0;
+}
+
+static int
+ctl_stuck(void)
+{
+	struct store *s = ctl_store(0);
+	uint64_t now = clock_now_ms();
+	int rc;
+
+	rc = store_each(s, ctl_stuck_one, &now);
+	store_close(s);
+	if (rc != IDEM_OK) {
+		fprintf(stderr, "idemctl: %s\n", idem_strerror(rc));
+		return 1;
+	}
+	return 0;
+}
+
+static int
+ctl_hash_key(const char *secret)
+{
+	char line[512], hex[2 * CRYPTO_SHA256_SIZE + 1];
+	uint8_t d[CRYPTO_SHA256_SIZE];
+
+	/* Reading the secret from stdin keeps it out of the process list. */
+	if (secret == NULL) {
+		if (fgets(line, sizeof(line), stdin) == NULL)
+			ctl_usage();
+		line[strcspn(line, "\r\n")] = '\0';
+		secret = line;
+	}
+	crypto_sha256(secret, strlen(secret), d);
+	crypto_hex(d, sizeof(d), hex);
+	printf("%s\n", hex);
+	return 0;
+}
+
+static int
+ctl_new_key(const char *account)
+{
+	char secret[64], hex[2 * CRYPTO_SHA256_SIZE + 1];
+	uint8_t raw[24], d[CRYPTO_SHA256_SIZE];
+
+	crypto_random(raw, sizeof(raw));
+	memcpy(secret, "sk_", 3);
+	crypto_hex(raw, sizeof(raw), secret + 3);
+	crypto_sha256(secret, strlen(secret), d);
+	crypto_hex(d, sizeof(d), hex);
+	printf("secret: %s\nkeys file line: %s %s\n", secret, account, hex);
+	return 0;
+}
+
+int
+main(int argc, char *argv[])
+{
+	char err[256];
+	int ch;
+
+	if (crypto_init() != IDEM_OK || config_load(&ctl_cfg, err,
+	    sizeof(err)) != 0) {
+		fprintf(stderr, "idemctl: %s\n", err);
+		return 1;
+	}
+	while ((ch = getopt(argc, argv, "+d:p:")) != -1) {
+		switch (ch) {
+		case 'd':
+			snprintf(ctl_cfg.db_dir, sizeof(ctl_cfg.db_dir), "%s",
+			    optarg);
+			break;
+		case 'p':
+			snprintf(ctl_cfg.provider_dir,
+			    sizeof(ctl_cfg.provider_dir), "%s", optarg);
+			break;
+		default:
+			ctl_usage();
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1)
+		ctl_usage();
+	if (strcmp(argv[0], "stats") == 0 && argc == 1)
+		return ctl_stats();
+	if (strcmp(argv[0], "purge") == 0)
+		return ctl_purge(argc, argv);
+	if (strcmp(argv[0], "inspect") == 0 && argc == 3)
+		return ctl_inspect(argv[1], argv[2]);
+	if (strcmp(argv[0], "stuck") == 0 && argc == 1)
+		return ctl_stuck();
+	if (strcmp(argv[0], "hash-key") == 0 && argc <= 2)
+		return ctl_hash_key(argc == 2 ? argv[1] : NULL);
+	if (strcmp(argv[0], "new-key") == 0 && argc == 2)
+		return ctl_new_key(argv[1]);
+	ctl_usage();
+	return 2;
+}

@@ -1,0 +1,136 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfg.h"
+#include "err.h"
+
+#ifndef IDEM_LOCALSTATEDIR
+#define IDEM_LOCALSTATEDIR "/var"
+#endif
+#ifndef IDEM_SYSCONFDIR
+#define IDEM_SYSCONFDIR "/etc"
+#endif
+
+/* Parses an unsigned decimal with an optional K, M or G suffix. */
+static int
+config_number(const char *s, int suffixes, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	uint64_t mul = 1;
+	char *end;
+
+	if (s[0] < '0' || s[0] > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0)
+		return -1;
+	if (suffixes && *end != '\0' && end[1] == '\0') {
+		switch (*end) {
+		case 'K': case 'k': mul = 1ULL << 10; end++; break;
+		case 'M': case 'm': mul = 1ULL << 20; end++; break;
+		case 'G': case 'g': mul = 1ULL << 30; end++; break;
+		default: return -1;
+		}
+	}
+	if (*end != '\0' || v > max / mul)
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
+static int
+config_u64(const char *name, int suffixes, uint64_t min, uint64_t max,
+    uint64_t *out, char *err, size_t errlen)
+{
+	const char *s = getenv(name);
+	uint64_t v;
+
+	if (s == NULL || *s == '\0')
+		return 0;
+	if (config_number(s, suffixes, max, &v) != 0 || v < min) {
+		snprintf(err, errlen, "%s must be a whole number from %llu "
+		    "to %llu%s, not \"%s\"", name, (unsigned long long)min,
+		    (unsigned long long)max, suffixes ? " (K, M, G allowed)" :
+		    "", s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int
+config_string(const char *name, const char *dflt, char *out, size_t outlen,
+    char *err, size_t errlen)
+{
+	const char *s = getenv(name);
+
+	if (s == NULL || *s == '\0')
+		s = dflt;
+	if (strlen(s) >= outlen) {
+		snprintf(err, errlen, "%s is too long", name);
+		return -1;
+	}
+	strcpy(out, s);
+	return 0;
+}
+
+int
+config_load(struct config *cfg, char *err, size_t errlen)
+{
+	uint64_t ttl = 86400, lease = 30, limit = 65536, map = 256ULL << 20;
+	uint64_t latency = 0;
+	const char *s;
+
+	memset(cfg, 0, sizeof(*cfg));
+	if (config_string("IDEM_DB_DIR", IDEM_LOCALSTATEDIR "/lib/idem/db",
+	    cfg->db_dir, sizeof(cfg->db_dir), err, errlen) != 0 ||
+	    config_string("IDEM_PROVIDER_DIR",
+	    IDEM_LOCALSTATEDIR "/lib/idem/provider", cfg->provider_dir,
+	    sizeof(cfg->provider_dir), err, errlen) != 0 ||
+	    config_string("IDEM_KEYS_FILE", IDEM_SYSCONFDIR "/idem/keys",
+	    cfg->keys_file, sizeof(cfg->keys_file), err, errlen) != 0 ||
+	    config_string("IDEM_MOUNT", "", cfg->mount, sizeof(cfg->mount),
+	    err, errlen) != 0 ||
+	    config_string("IDEM_PROBLEM_BASE", "/problems/",
+	    cfg->problem_base, sizeof(cfg->problem_base), err, errlen) != 0)
+		return -1;
+	/* A lease must outlast the slowest request; a TTL must outlast it. */
+	if (config_u64("IDEM_TTL", 0, 1, 365ULL * 86400, &ttl, err,
+	    errlen) != 0 ||
+	    config_u64("IDEM_LEASE", 0, 1, 86400, &lease, err, errlen) != 0 ||
+	    config_u64("IDEM_BODY_LIMIT", 1, 1, 64ULL << 20, &limit, err,
+	    errlen) != 0 ||
+	    config_u64("IDEM_MAP_SIZE", 1, 1ULL << 20, 1ULL << 40, &map, err,
+	    errlen) != 0 ||
+	    config_u64("IDEM_PROVIDER_LATENCY_MS", 0, 0, 600000, &latency,
+	    err, errlen) != 0)
+		return -1;
+	if (lease >= ttl) {
+		snprintf(err, errlen, "IDEM_LEASE (%llu s) must be shorter "
+		    "than IDEM_TTL (%llu s)", (unsigned long long)lease,
+		    (unsigned long long)ttl);
+		return -1;
+	}
+	cfg->ttl_ms = ttl * 1000;
+	cfg->lease_ms = lease * 1000;
+	cfg->body_limit = (size_t)limit;
+	cfg->map_size = (size_t)map;
+	cfg->provider_latency_ms = (unsigned)latency;
+	s = getenv("IDEM_FINGERPRINT");
+	if (s != NULL && *s != '\0' && fp_mode_parse(s, &cfg->fp_mode) != 0) {
+		snprintf(err, errlen, "IDEM_FINGERPRINT must be \"canonical\" "
+		    "or \"raw\", not \"%s\"", s);
+		return -1;
+	}
+	s = getenv("IDEM_PROVIDER_FAIL");
+	if (s != NULL && *s != '\0' &&
+	    provider_fail_parse(s, &cfg->provider_fail) != 0) {
+		snprintf(err, errlen, "IDEM_PROVIDER_FAIL must be none, "
+		    "decline, unavailable or timeout, not \"%s\"", s);
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,53 @@
+/*
+ * cfg.h: the responder's configuration, from environment variables.
+ *
+ * spawn-fcgi passes its environment on, mod_fcgid sets FcgidInitialEnv,
+ * and a CGI fixture sets the variables per invocation, so one mechanism
+ * serves every deployment.  Unset variables take the defaults below;
+ * a malformed value is a start-up error, never silently ignored.
+ *
+ *   IDEM_DB_DIR               store directory          LOCALSTATEDIR/lib/idem/db
+ *   IDEM_PROVIDER_DIR         provider ledger          LOCALSTATEDIR/lib/idem/provider
+ *   IDEM_KEYS_FILE            API key digests          SYSCONFDIR/idem/keys
+ *   IDEM_TTL                  key lifetime, seconds    86400
+ *   IDEM_LEASE                claim lease, seconds     30
+ *   IDEM_BODY_LIMIT           request body, bytes      65536
+ *   IDEM_MAP_SIZE             LMDB map, bytes (K/M/G)  256M
+ *   IDEM_FINGERPRINT          canonical | raw          canonical
+ *   IDEM_PROVIDER_LATENCY_MS  provider delay           0
+ *   IDEM_PROVIDER_FAIL        none | decline | unavailable | timeout
+ *   IDEM_MOUNT                path prefix to strip     ""
+ *   IDEM_PROBLEM_BASE         problem type URI base    /problems/
+ */
+#ifndef PAY_CFG_H
+#define PAY_CFG_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fp.h"
+#include "provider.h"
+
+struct config {
+	char db_dir[PATH_MAX];
+	char provider_dir[PATH_MAX];
+	char keys_file[PATH_MAX];
+	uint64_t ttl_ms;
+	uint64_t lease_ms;
+	size_t body_limit;
+	size_t map_size;
+	enum fp_mode fp_mode;
+	unsigned provider_latency_ms;
+	enum provider_fail provider_fail;
+	char mount[256];
+	char problem_base[256];
+};
+
+/*
+ * Fills cfg from the environment.  Returns 0, or -1 with a sentence
+ * naming the variable at fault in err.
+ */
+int config_load(struct config *cfg, char *err, size_t errlen);
+
+#endif

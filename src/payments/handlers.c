@@ -1,0 +1,652 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "crypto.h"
+#include "err.h"
+#include "fault.h"
+#include "handlers.h"
+#include "idem.h"
+#include "json.h"
+#include "key.h"
+#include "money.h"
+#include "problem.h"
+
+#define PAY_ID_HEX 24
+#define PAY_ID_LEN (4 + PAY_ID_HEX)   /* "pay_" and the hex digits */
+#define PAY_ROW_VERSION 1
+#define PAY_CP_VERSION 1
+#define PAY_LIST_DEFAULT 20
+#define PAY_LIST_MAX 100
+
+/* What POST /payments asks for, once validated. */
+struct pay_order {
+	int64_t minor;
+	const struct currency *cur;
+};
+
+/* The recovery point kept in the claim from PAY_STAGE_CHARGE_REQUESTED. */
+struct pay_cp {
+	char id[PAY_ID_LEN + 1];
+	uint64_t created_ms;
+};
+
+void
+pay_store_error(struct response *resp, int err)
+{
+	problem_build(resp, PROBLEM_STORE_UNAVAILABLE,
+	    "The payment store cannot be used right now (%s). Nothing was "
+	    "recorded for this request; retry it with the same "
+	    "Idempotency-Key.", idem_strerror(err));
+	resp_header(resp, "Retry-After", "1");
+}
+
+static void
+pay_etag(const struct buf *body, char out[20])
+{
+	uint8_t d[CRYPTO_SHA256_SIZE];
+	char hex[2 * CRYPTO_SHA256_SIZE + 1];
+
+	crypto_sha256(body->data, body->len, d);
+	crypto_hex(d, sizeof(d), hex);
+	snprintf(out, 20, "\"%.16s\"", hex);
+}
+
+static void
+pay_time(uint64_t ms, char out[64])
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	snprintf(out, 64, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ",
+	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+	    tm.tm_min, tm.tm_sec, (unsigned)(ms % 1000));
+}
+
+/*
+ * Validates the body of POST /payments: an object with exactly "amount"
+ * (a JSON number, exact to the currency's minor unit, positive) and
+ * "currency" (a supported ISO 4217 code).  Unknown members are refused so
+ * that a misspelt field is an error, not a silent default.
+ */
+static int
+pay_order_parse(const struct json_value *doc, struct pay_order *o,
+    char *detail, size_t len)
+{
+	const struct json_value *amount, *currency;
+	enum money_status ms;
+	const char *code;
+	size_t n = 0;
+
+	if (json_type(doc) != JSON_OBJECT) {
+		snprintf(detail, len, "The body must be a JSON object with "
+		    "\"amount\" and \"currency\".");
+		return -1;
+	}
+	amount = json_get(doc, "amount");
+	currency = json_get(doc, "currency");
+	n += amount != NULL;
+	n += currency != NULL;
+	if (n != json_count(doc)) {
+		snprintf(detail, len, "Only \"amount\" and \"currency\" may be "
+		    "given.");
+		return -1;
+	}
+	if (currency == NULL || json_type(currency) != JSON_STRING) {
+		snprintf(detail, len, "\"currency\" is required: an ISO 4217 "
+		    "code such as \"BRL\".");
+		return -1;
+	}
+	code = json_text(currency, NULL);
+	if ((o->cur = money_currency(code)) == NULL) {
+		snprintf(detail, len, "Currency \"%.8s\" is not supported.",
+		    code);
+		return -1;
+	}
+	if (amount == NULL || json_type(amount) != JSON_NUMBER) {
+		snprintf(detail, len, "\"amount\" is required and must be a "
+		    "JSON number, such as 100.00.");
+		return -1;
+	}
+	ms = money_parse(json_text(amount, NULL), o->cur, &o->minor);
+	if (ms != MONEY_OK) {
+		snprintf(detail, len, "%s", money_strstatus(ms));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+pay_render(const struct pay_cp *cp, const struct pay_order *o,
+    const char *charge_id, struct buf *out)
+{
+	char amount[48], when[64];
+
+	money_format(o->minor, o->cur, amount, sizeof(amount));
+	pay_time(cp->created_ms, when);
+	return buf_printf(out, "{\"id\":\"%s\",\"amount\":%s,\"currency\":"
+	    "\"%s\",\"status\":\"succeeded\",\"charge_id\":\"%s\","
+	    "\"created_at\":\"%s\"}", cp->id, amount, o->cur->code, charge_id,
+	    when);
+}
+
+/* A payment row: version, the owner's scope, the JSON representation. */
+static int
+pay_row_encode(const char *scope, const struct buf *body, struct buf *out)
+{
+	size_t slen = strlen(scope);
+
+	if (buf_put_u8(out, PAY_ROW_VERSION) != IDEM_OK ||
+	    buf_put_u16(out, (uint16_t)slen) != IDEM_OK ||
+	    buf_append(out, scope, slen) != IDEM_OK ||
+	    buf_put_u32(out, (uint32_t)body->len) != IDEM_OK ||
+	    buf_append(out, body->data, body->len) != IDEM_OK)
+		return IDEM_ENOMEM;
+	return IDEM_OK;
+}
+
+/* Points at the scope and body inside an encoded row (borrowed). */
+static int
+pay_row_decode(const struct buf *row, const uint8_t **scope, size_t *slen,
+    const uint8_t **body, size_t *blen)
+{
+	struct rd r;
+	uint8_t v;
+	uint16_t sl;
+	uint32_t bl;
+
+	rd_init(&r, row->data, row->len);
+	if (rd_u8(&r, &v) != IDEM_OK || v != PAY_ROW_VERSION ||
+	    rd_u16(&r, &sl) != IDEM_OK || rd_bytes(&r, sl, scope) != IDEM_OK ||
+	    rd_u32(&r, &bl) != IDEM_OK || rd_bytes(&r, bl, body) != IDEM_OK ||
+	    r.left != 0)
+		return IDEM_ECORRUPT;
+	*slen = sl;
+	*blen = bl;
+	return IDEM_OK;
+}
+
+static int
+pay_cp_encode(const struct pay_cp *cp, struct buf *out)
+{
+	if (buf_put_u8(out, PAY_CP_VERSION) != IDEM_OK ||
+	    buf_append(out, cp->id, PAY_ID_LEN) != IDEM_OK ||
+	    buf_put_u64(out, cp->created_ms) != IDEM_OK)
+		return IDEM_ENOMEM;
+	return IDEM_OK;
+}
+
+static int
+pay_cp_decode(const struct rec *r, struct pay_cp *cp)
+{
+	const uint8_t *id;
+	struct rd rd;
+	uint8_t v;
+
+	rd_init(&rd, r->cp, r->cplen);
+	if (rd_u8(&rd, &v) != IDEM_OK || v != PAY_CP_VERSION ||
+	    rd_bytes(&rd, PAY_ID_LEN, &id) != IDEM_OK ||
+	    rd_u64(&rd, &cp->created_ms) != IDEM_OK || rd.left != 0)
+		return IDEM_ECORRUPT;
+	memcpy(cp->id, id, PAY_ID_LEN);
+	cp->id[PAY_ID_LEN] = '\0';
+	return IDEM_OK;
+}
+
+static int
+pay_id_valid(const char *id)
+{
+	size_t i;
+
+	if (strlen(id) != PAY_ID_LEN || strncmp(id, "pay_", 4) != 0)
+		return 0;
+	for (i = 4; i < PAY_ID_LEN; i++)
+		if (strchr("0123456789abcdef", id[i]) == NULL || id[i] == '\0')
+			return 0;
+	return 1;
+}
+
+/* The response as it is stored for replay: status, kept headers, body. */
+static void
+pay_to_record(const struct response *resp, struct rec_response *out)
+{
+	static const char *const kept[] = { "Content-Type", "Location", "ETag" };
+	const char *v;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	out->status = resp->status;
+	for (i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		if ((v = resp_get_header(resp, kept[i])) == NULL)
+			continue;
+		out->headers[out->nheaders].name = (char *)kept[i];
+		out->headers[out->nheaders].value = (char *)v;
+		out->nheaders++;
+	}
+	out->body = (uint8_t *)resp->body.data;
+	out->bodylen = resp->body.len;
+}
+
+/*
+ * Replays a stored response: the same status, stored headers and body
+ * bytes, marked with Idempotent-Replayed.
+ */
+static void
+pay_replay(const struct rec *r, struct response *resp)
+{
+	size_t i;
+
+	resp_reset(resp);
+	resp->status = r->resp.status;
+	for (i = 0; i < r->resp.nheaders; i++)
+		resp_header(resp, r->resp.headers[i].name, "%s",
+		    r->resp.headers[i].value);
+	buf_append(&resp->body, r->resp.body, r->resp.bodylen);
+	resp_header(resp, "Idempotent-Replayed", "true");
+}
+
+/*
+ * Answers a request whose claim could not be carried on: IDEM_ELOST means
+ * another attempt took the claim over after our lease ran out (that
+ * attempt will answer); anything else is a store failure.
+ */
+static void
+pay_end_lost_or_failed(struct app *a, int rc, struct response *resp)
+{
+	if (rc != IDEM_ELOST) {
+		pay_store_error(resp, rc);
+		return;
+	}
+	a->outcome = "lost";
+	problem_build(resp, PROBLEM_IN_PROGRESS, "This request outlived its "
+	    "lease and another attempt took it over; retry to get that "
+	    "attempt's answer.");
+	resp_header(resp, "Retry-After", "1");
+}
+
+/* Stores resp as the final answer of our claim (with rows, if any). */
+static void
+pay_complete(struct app *a, const char *scope, const char *key,
+    const uint8_t *token, const struct store_put *puts, size_t nputs,
+    struct response *resp)
+{
+	struct rec_response rr;
+	int rc;
+
+	pay_to_record(resp, &rr);
+	rc = store_complete(a->store, scope, key, token, &rr, puts, nputs,
+	    clock_now_ms());
+	if (rc == IDEM_OK) {
+		fault_point("after_complete");
+		return;
+	}
+	/* A side effect may have happened: keep the claim for a take-over. */
+	if (rc != IDEM_ELOST)
+		store_abandon(a->store, scope, key, token, clock_now_ms());
+	pay_end_lost_or_failed(a, rc, resp);
+}
+
+/* Completes a charged payment: the row, the index and the answer at once. */
+static void
+pay_succeed(struct app *a, const char *scope, const char *key,
+    const uint8_t *token, const struct pay_cp *cp, const struct pay_order *o,
+    const char *charge_id, struct response *resp)
+{
+	struct buf body = BUF_INIT, row = BUF_INIT, idx = BUF_INIT;
+	struct store_put puts[2];
+	char etag[20];
+
+	resp_reset(resp);
+	if (pay_render(cp, o, charge_id, &body) != IDEM_OK ||
+	    pay_row_encode(scope, &body, &row) != IDEM_OK ||
+	    buf_append(&idx, scope, strlen(scope) + 1) != IDEM_OK ||
+	    buf_put_u64(&idx, cp->created_ms) != IDEM_OK ||
+	    buf_append(&idx, cp->id, PAY_ID_LEN) != IDEM_OK ||
+	    buf_append(&resp->body, body.data, body.len) != IDEM_OK) {
+		store_abandon(a->store, scope, key, token, clock_now_ms());
+		problem_build(resp, PROBLEM_INTERNAL, "Out of memory.");
+		goto out;
+	}
+	pay_etag(&body, etag);
+	resp->status = 201;
+	resp_header(resp, "Content-Type", "application/json");
+	resp_header(resp, "Location", "/payments/%s", cp->id);
+	resp_header(resp, "ETag", "%s", etag);
+	puts[0] = (struct store_put){ STORE_PAYMENTS, cp->id, PAY_ID_LEN,
+	    row.data, row.len };
+	puts[1] = (struct store_put){ STORE_BY_ACCOUNT, idx.data, idx.len,
+	    cp->id, PAY_ID_LEN };
+	pay_complete(a, scope, key, token, puts, 2, resp);
+out:
+	buf_free(&idx);
+	buf_free(&row);
+	buf_free(&body);
+}
+
+/*
+ * Fixes the payment's id and time before the provider is called, so a
+ * take-over after a crash resumes with the same payment.
+ */
+static int
+pay_checkpoint(struct app *a, const char *scope, const char *key,
+    const struct idem_claim *c, struct pay_cp *cp)
+{
+	struct buf b = BUF_INIT;
+	uint8_t raw[PAY_ID_HEX / 2];
+	int rc;
+
+	if (c->rec.stage == PAY_STAGE_CHARGE_REQUESTED &&
+	    pay_cp_decode(&c->rec, cp) == IDEM_OK)
+		return IDEM_OK;
+	crypto_random(raw, sizeof(raw));
+	memcpy(cp->id, "pay_", 4);
+	crypto_hex(raw, sizeof(raw), cp->id + 4);
+	cp->created_ms = clock_now_ms();
+	if ((rc = pay_cp_encode(cp, &b)) == IDEM_OK)
+		rc = store_checkpoint(a->store, scope, key, c->token,
+		    PAY_STAGE_CHARGE_REQUESTED, b.data, b.len, cp->created_ms,
+		    a->cfg.lease_ms);
+	buf_free(&b);
+	return rc;
+}
+
+/* Runs the payment for a claim we own, and ends the claim. */
+static void
+pay_run(struct app *a, const char *scope, const char *key,
+    const struct idem_claim *c, const struct json_value *doc,
+    struct response *resp)
+{
+	struct provider_charge ch;
+	struct pay_order o;
+	struct pay_cp cp;
+	char detail[256], *pkey = NULL, amount[48];
+	int rc;
+
+	fault_point("after_claim");
+	/* An invalid payment is a final answer: stored and replayed. */
+	if (pay_order_parse(doc, &o, detail, sizeof(detail)) != 0) {
+		problem_build(resp, PROBLEM_INVALID_PAYMENT, "%s", detail);
+		pay_complete(a, scope, key, c->token, NULL, 0, resp);
+		return;
+	}
+	if ((rc = pay_checkpoint(a, scope, key, c, &cp)) != IDEM_OK) {
+		pay_end_lost_or_failed(a, rc, resp);
+		return;
+	}
+	/* The provider deduplicates on a key derived from ours. */
+	if (asprintf(&pkey, "charge:%s:%s", scope, key) < 0) {
+		store_abandon(a->store, scope, key, c->token, clock_now_ms());
+		problem_build(resp, PROBLEM_INTERNAL, "Out of memory.");
+		return;
+	}
+	rc = provider_charge(a->provider, pkey, o.minor, o.cur->code,
+	    clock_now_ms(), &ch);
+	free(pkey);
+	if (rc != IDEM_OK)
+		ch.outcome = PROVIDER_TIMEOUT;
+	switch (ch.outcome) {
+	case PROVIDER_CHARGED:
+		pay_succeed(a, scope, key, c->token, &cp, &o, ch.id, resp);
+		break;
+	case PROVIDER_DECLINED:
+		money_format(o.minor, o.cur, amount, sizeof(amount));
+		problem_build(resp, PROBLEM_DECLINED, "The card was declined "
+		    "for %s %s (decline %s).", amount, o.cur->code, ch.id);
+		pay_complete(a, scope, key, c->token, NULL, 0, resp);
+		break;
+	case PROVIDER_UNAVAILABLE:
+		/* The provider did nothing: the key may be used afresh. */
+		store_release(a->store, scope, key, c->token);
+		problem_build(resp, PROBLEM_PROVIDER_FAILED, "The payment "
+		    "provider is unavailable and nothing was charged; retry "
+		    "with the same Idempotency-Key.");
+		break;
+	case PROVIDER_TIMEOUT:
+	default:
+		/*
+		 * A charge may have been made: keep the claim and its recovery
+		 * point, and end the lease so the retry resumes at once and
+		 * finds that charge under the derived key.
+		 */
+		store_abandon(a->store, scope, key, c->token, clock_now_ms());
+		problem_build(resp, PROBLEM_PROVIDER_TIMEOUT, "The payment "
+		    "provider did not confirm the charge; retry with the same "
+		    "Idempotency-Key and the original charge will be "
+		    "returned, never a second one.");
+		break;
+	}
+}
+
+void
+pay_post(struct app *a, const struct request *req, const char *scope,
+    struct response *resp)
+{
+	struct idem_policy pol = { a->cfg.lease_ms, a->cfg.ttl_ms };
+	struct json_value *doc = NULL;
+	struct buf canon = BUF_INIT;
+	struct idem_claim c;
+	enum key_status ks;
+	enum json_status js;
+	char key[KEY_MAX + 1], err[160];
+	uint8_t fp[FP_SIZE];
+	size_t keylen;
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	ks = key_parse(req->idempotency_key, key, &keylen);
+	if (ks != KEY_OK) {
+		problem_build(resp, ks == KEY_MISSING ? PROBLEM_MISSING_KEY :
+		    PROBLEM_INVALID_KEY, "%s", key_strstatus(ks));
+		return;
+	}
+	if (!req_is_json(req->content_type)) {
+		problem_build(resp, PROBLEM_MEDIA_TYPE, "Send the payment as "
+		    "Content-Type: application/json.");
+		return;
+	}
+	js = json_parse(req->body.data, req->body.len, &doc, err, sizeof(err));
+	if (js != JSON_OK) {
+		problem_build(resp, PROBLEM_MALFORMED_JSON, "%s", err);
+		return;
+	}
+	if (a->cfg.fp_mode == FP_CANONICAL) {
+		if (json_canonical(doc, &canon) != IDEM_OK) {
+			problem_build(resp, PROBLEM_INTERNAL, "Out of memory.");
+			goto out;
+		}
+		fp_compute(req->method, req->path, req->query, canon.data,
+		    canon.len, fp);
+	} else
+		fp_compute(req->method, req->path, req->query, req->body.data,
+		    req->body.len, fp);
+	if ((rc = app_ensure_open(a)) != IDEM_OK ||
+	    (rc = idem_begin(a->store, scope, key, fp, clock_now_ms(), &pol,
+	    &c)) != IDEM_OK) {
+		pay_store_error(resp, rc);
+		goto out;
+	}
+	a->outcome = engine_strdecision(c.decision);
+	switch (c.decision) {
+	case ENGINE_REPLAY:
+		pay_replay(&c.rec, resp);
+		break;
+	case ENGINE_CONFLICT:
+		problem_build(resp, PROBLEM_IN_PROGRESS, "The first request "
+		    "with this Idempotency-Key is still being processed; "
+		    "retry after %u seconds.", c.retry_after);
+		resp_header(resp, "Retry-After", "%u", c.retry_after);
+		break;
+	case ENGINE_MISMATCH:
+		problem_build(resp, PROBLEM_KEY_REUSED, "This Idempotency-Key "
+		    "was used with a different request (method, path, query "
+		    "or body). Use a new key for a new payment.");
+		break;
+	case ENGINE_CLAIM:
+	case ENGINE_TAKEOVER:
+	default:
+		pay_run(a, scope, key, &c, doc, resp);
+		break;
+	}
+out:
+	rec_free(&c.rec);
+	buf_free(&canon);
+	json_free(doc);
+}
+
+void
+pay_get(struct app *a, const char *id, const char *scope,
+    struct response *resp)
+{
+	struct buf row = BUF_INIT, body = BUF_INIT;
+	const uint8_t *s, *b;
+	size_t slen, blen;
+	char etag[20];
+	int rc;
+
+	if (!pay_id_valid(id)) {
+		problem_build(resp, PROBLEM_NOT_FOUND, "No such payment.");
+		return;
+	}
+	if ((rc = app_ensure_open(a)) != IDEM_OK) {
+		pay_store_error(resp, rc);
+		return;
+	}
+	rc = store_get(a->store, STORE_PAYMENTS, id, strlen(id), &row);
+	if (rc == IDEM_OK)
+		rc = pay_row_decode(&row, &s, &slen, &b, &blen);
+	/* Another account's payment is indistinguishable from none. */
+	if (rc == IDEM_ENOTFOUND || (rc == IDEM_OK && (slen != strlen(scope) ||
+	    memcmp(s, scope, slen) != 0))) {
+		problem_build(resp, PROBLEM_NOT_FOUND, "No such payment.");
+		goto out;
+	}
+	if (rc != IDEM_OK) {
+		pay_store_error(resp, rc);
+		goto out;
+	}
+	buf_append(&body, b, blen);
+	pay_etag(&body, etag);
+	resp_reset(resp);
+	resp->status = 200;
+	resp_header(resp, "Content-Type", "application/json");
+	resp_header(resp, "ETag", "%s", etag);
+	buf_append(&resp->body, body.data, body.len);
+out:
+	buf_free(&body);
+	buf_free(&row);
+}
+
+/* Collects payment ids from the account index, newest first. */
+struct pay_ids {
+	char ids[PAY_LIST_MAX + 1][PAY_ID_LEN + 1];
+	size_t n;
+};
+
+static int
+pay_collect(void *ctx, const void *key, size_t keylen, const void *val,
+    size_t vallen)
+{
+	struct pay_ids *p = ctx;
+
+	(void)key;
+	(void)keylen;
+	if (vallen != PAY_ID_LEN || p->n > PAY_LIST_MAX)
+		return 1;
+	memcpy(p->ids[p->n], val, PAY_ID_LEN);
+	p->ids[p->n][PAY_ID_LEN] = '\0';
+	p->n++;
+	return 0;
+}
+
+/* Parses the limit parameter of the query; 0 when absent, -1 if bad. */
+static long
+pay_query_limit(const char *q)
+{
+	const char *p = q;
+	char *end;
+	long v;
+
+	while (p != NULL && *p != '\0') {
+		if (strncmp(p, "limit=", 6) == 0) {
+			v = strtol(p + 6, &end, 10);
+			if (end == p + 6 || (*end != '\0' && *end != '&') ||
+			    v < 1 || v > PAY_LIST_MAX)
+				return -1;
+			return v;
+		}
+		p = strchr(p, '&');
+		if (p != NULL)
+			p++;
+	}
+	return 0;
+}
+
+void
+pay_list(struct app *a, const struct request *req, const char *scope,
+    struct response *resp)
+{
+	struct pay_ids *ids = NULL;
+	struct buf row = BUF_INIT;
+	const uint8_t *s, *b;
+	size_t slen, blen, i, shown;
+	long limit;
+	int rc;
+
+	if ((limit = pay_query_limit(req->query)) < 0) {
+		problem_build(resp, PROBLEM_BAD_REQUEST, "limit must be a "
+		    "whole number from 1 to %d.", PAY_LIST_MAX);
+		return;
+	}
+	if (limit == 0)
+		limit = PAY_LIST_DEFAULT;
+	if ((rc = app_ensure_open(a)) != IDEM_OK) {
+		pay_store_error(resp, rc);
+		return;
+	}
+	if ((ids = calloc(1, sizeof(*ids))) == NULL) {
+		problem_build(resp, PROBLEM_INTERNAL, "Out of memory.");
+		return;
+	}
+	rc = store_scan(a->store, STORE_BY_ACCOUNT, scope, strlen(scope) + 1,
+	    1, (size_t)limit + 1, pay_collect, ids);
+	if (rc != IDEM_OK) {
+		pay_store_error(resp, rc);
+		goto out;
+	}
+	resp_reset(resp);
+	resp->status = 200;
+	resp_header(resp, "Content-Type", "application/json");
+	buf_puts(&resp->body, "{\"data\":[");
+	for (i = 0, shown = 0; i < ids->n && i < (size_t)limit; i++) {
+		buf_reset(&row);
+		if (store_get(a->store, STORE_PAYMENTS, ids->ids[i], PAY_ID_LEN,
+		    &row) != IDEM_OK ||
+		    pay_row_decode(&row, &s, &slen, &b, &blen) != IDEM_OK)
+			continue;
+		if (shown++ > 0)
+			buf_putc(&resp->body, ',');
+		buf_append(&resp->body, b, blen);
+	}
+	buf_printf(&resp->body, "],\"has_more\":%s}",
+	    ids->n > (size_t)limit ? "true" : "false");
+out:
+	buf_free(&row);
+	free(ids);
+}
+
+void
+pay_healthz(struct app *a, struct response *resp)
+{
+	int rc;
+
+	if ((rc = app_ensure_open(a)) != IDEM_OK) {
+		pay_store_error(resp, rc);
+		return;
+	}
+	resp_reset(resp);
+	resp->status = 200;
+	resp_header(resp, "Content-Type", "application/json");
+	buf_puts(&resp->body, "{\"status\":\"ok\"}");
+}

@@ -1,0 +1,47 @@
+/*
+ * handlers.h: the payments endpoints, behind the router in app.c.
+ *
+ * Each handler gets a request that has been read and authenticated (where
+ * the endpoint needs it) and fills resp.  Handlers of keyed requests own
+ * the claim they make and end it before they return.
+ */
+#ifndef PAY_HANDLERS_H
+#define PAY_HANDLERS_H
+
+#include "auth.h"
+#include "cfg.h"
+#include "provider.h"
+#include "request.h"
+#include "response.h"
+#include "store.h"
+
+/* Recovery points of POST /payments, kept in the claim's stage. */
+enum pay_stage {
+	PAY_STAGE_STARTED = 0,       /* claimed; nothing sent to the provider */
+	PAY_STAGE_CHARGE_REQUESTED,  /* payment id fixed; a charge may exist */
+	PAY_STAGE__MAX
+};
+
+struct app {
+	struct config cfg;
+	struct store *store;        /* NULL until it opens */
+	struct provider *provider;  /* NULL until it opens */
+	struct auth_keys *keys;
+	const char *outcome;        /* for the log line: replay, claim, ... */
+};
+
+/* Opens the store and the provider if they are not open; IDEM_OK or error. */
+int app_ensure_open(struct app *a);
+
+void pay_post(struct app *a, const struct request *req, const char *scope,
+    struct response *resp);
+void pay_get(struct app *a, const char *id, const char *scope,
+    struct response *resp);
+void pay_list(struct app *a, const struct request *req, const char *scope,
+    struct response *resp);
+void pay_healthz(struct app *a, struct response *resp);
+
+/* The 503 for a store error: problem+json with Retry-After. */
+void pay_store_error(struct response *resp, int err);
+
+#endif

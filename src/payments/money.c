@@ -1,0 +1,290 @@
+/*
+ * money.c: ISO 4217 currencies and exact conversion of JSON numbers to
+ * integer minor units.
+ *
+ * No binary floating point is involved anywhere: "0.1" must become
+ * exactly 10 cents, and 1e2 must become exactly 10000, which a double
+ * cannot promise for every input.  The number is read as a string of
+ * significant digits and a power of ten, and only an integer that is
+ * known in advance to fit is ever built from it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "money.h"
+
+/*
+ * The supported currencies, sorted by code for bsearch, with the
+ * minor-unit digits published in ISO 4217 (List One).  A currency whose
+ * minor unit is not in practical use still keeps its ISO digits here
+ * (COP, IDR): the amount is exact either way, and the provider decides
+ * what it can settle.
+ */
+static const struct currency money_table[] = {
+	{ "AED", 2 },
+	{ "ARS", 2 },
+	{ "AUD", 2 },
+	{ "BHD", 3 },
+	{ "BRL", 2 },
+	{ "CAD", 2 },
+	{ "CHF", 2 },
+	{ "CLP", 0 },
+	{ "CNY", 2 },
+	{ "COP", 2 },
+	{ "CZK", 2 },
+	{ "DKK", 2 },
+	{ "EUR", 2 },
+	{ "GBP", 2 },
+	{ "HKD", 2 },
+	{ "HUF", 2 },
+	{ "IDR", 2 },
+	{ "ILS", 2 },
+	{ "INR", 2 },
+	{ "ISK", 0 },
+	{ "JOD", 3 },
+	{ "JPY", 0 },
+	{ "KRW", 0 },
+	{ "KWD", 3 },
+	{ "MXN", 2 },
+	{ "NOK", 2 },
+	{ "NZD", 2 },
+	{ "OMR", 3 },
+	{ "PEN", 2 },
+	{ "PHP", 2 },
+	{ "PLN", 2 },
+	{ "PYG", 0 },
+	{ "SAR", 2 },
+	{ "SEK", 2 },
+	{ "SGD", 2 },
+	{ "THB", 2 },
+	{ "TND", 3 },
+	{ "TRY", 2 },
+	{ "TWD", 2 },
+	{ "UGX", 0 },
+	{ "USD", 2 },
+	{ "UYU", 2 },
+	{ "VND", 0 },
+	{ "ZAR", 2 },
+};
+
+#define MONEY_NCURRENCY (sizeof(money_table) / sizeof(money_table[0]))
+
+/*
+ * MONEY_MAX_MINOR is 10^14, a 15-digit number: an integer with more
+ * than this many digits is out of range without being built.
+ */
+#define MONEY_MAX_DIGITS 15
+
+/*
+ * Exponents are clamped to this magnitude while they are read, so that
+ * "1e99999999999999999999" cannot overflow.  Any exponent this large
+ * already decides the answer (RANGE or PRECISION) for every text that
+ * fits in memory, and the clamp leaves room to add digit counts to it
+ * without overflow.
+ */
+#define MONEY_EXP_CLAMP 1000000000000000LL /* 10^15 */
+
+static const char *const money_strs[MONEY__MAX] = {
+	[MONEY_OK] = "The amount is valid.",
+	[MONEY_SYNTAX] = "The amount must be a JSON number, such as "
+	    "100.00 or 1e2, not a string or another value.",
+	[MONEY_NOT_POSITIVE] = "The amount must be greater than zero.",
+	[MONEY_PRECISION] = "The amount has more decimal places than the "
+	    "currency's minor unit allows.",
+	[MONEY_RANGE] = "The amount is larger than the largest amount "
+	    "this service accepts.",
+};
+
+static int
+money_cmp(const void *key, const void *elem)
+{
+	const struct currency *c = elem;
+
+	return strcmp(key, c->code);
+}
+
+const struct currency *
+money_currency(const char *code)
+{
+	if (code == NULL)
+		return NULL;
+	return bsearch(code, money_table, MONEY_NCURRENCY,
+	    sizeof(money_table[0]), money_cmp);
+}
+
+void
+money_each(void (*fn)(void *ctx, const struct currency *c), void *ctx)
+{
+	size_t i;
+
+	for (i = 0; i < MONEY_NCURRENCY; i++)
+		fn(ctx, &money_table[i]);
+}
+
+const char *
+money_strstatus(enum money_status s)
+{
+	if ((int)s < 0 || s >= MONEY__MAX)
+		return "The amount is invalid.";
+	return money_strs[s];
+}
+
+static int
+money_isdigit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/*
+ * The digits of a JSON number with the decimal point left out: the
+ * integer part, then the fraction.  The value is
+ * digits * 10^(exp - nfrac).
+ */
+struct money_num {
+	const char *ip;   /* integer part */
+	size_t ni;
+	const char *fp;   /* fraction, after the '.' */
+	size_t nf;
+	long long exp;    /* clamped to +-MONEY_EXP_CLAMP */
+	int neg;
+};
+
+/* The k-th digit of the integer part followed by the fraction. */
+static int
+money_digit(const struct money_num *n, size_t k)
+{
+	return (k < n->ni ? n->ip[k] : n->fp[k - n->ni]) - '0';
+}
+
+/*
+ * Splits text by the number grammar of RFC 8259 section 6:
+ *     number = [ minus ] int [ frac ] [ exp ]
+ *     int    = zero / ( digit1-9 *DIGIT )
+ * A leading zero followed by more digits ("01"), a bare '.', a missing
+ * exponent digit, a '+' sign, and surrounding white space are all
+ * syntax errors, as they are to a JSON parser.  Returns 0 or -1.
+ */
+static int
+money_split(const char *s, struct money_num *n)
+{
+	long long e;
+	int eneg;
+
+	memset(n, 0, sizeof(*n));
+	if (*s == '-') {
+		n->neg = 1;
+		s++;
+	}
+	n->ip = s;
+	if (*s == '0')
+		s++;
+	else if (*s >= '1' && *s <= '9')
+		while (money_isdigit(*s))
+			s++;
+	else
+		return -1;
+	n->ni = (size_t)(s - n->ip);
+	if (*s == '.') {
+		n->fp = ++s;
+		while (money_isdigit(*s))
+			s++;
+		n->nf = (size_t)(s - n->fp);
+		if (n->nf == 0)
+			return -1;
+	}
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		eneg = 0;
+		if (*s == '+' || *s == '-')
+			eneg = *s++ == '-';
+		if (!money_isdigit(*s))
+			return -1;
+		for (e = 0; money_isdigit(*s); s++)
+			if (e < MONEY_EXP_CLAMP)
+				e = e * 10 + (*s - '0');
+		if (e > MONEY_EXP_CLAMP)
+			e = MONEY_EXP_CLAMP;
+		n->exp = eneg ? -e : e;
+	}
+	return *s == '\0' ? 0 : -1;
+}
+
+enum money_status
+money_parse(const char *text, const struct currency *cur, int64_t *minor)
+{
+	struct money_num n;
+	size_t total, first, last, k;
+	long long scale, ndig;
+	int64_t v;
+
+	if (text == NULL || cur == NULL || money_split(text, &n) != 0)
+		return MONEY_SYNTAX;
+
+	/*
+	 * Leading and trailing zeros of the digit string carry no value, so
+	 * "100.000" is 100000 * 10^-3 = 100 * 10^0 and has no fractional
+	 * digits at all.  What is left is the significand [first, last].
+	 */
+	total = n.ni + n.nf;
+	for (first = 0; first < total && money_digit(&n, first) == 0; first++)
+		continue;
+	if (first == total || n.neg)
+		return MONEY_NOT_POSITIVE;
+	for (last = total - 1; money_digit(&n, last) == 0; last--)
+		continue;
+
+	/*
+	 * The value is significand * 10^scale; in minor units the power is
+	 * scale + digits, which must not be negative or a fraction of the
+	 * minor unit would be lost.  Digit counts are bounded by the length
+	 * of a string in memory and the exponent by its clamp, so none of
+	 * this arithmetic can overflow.
+	 */
+	scale = n.exp - (long long)n.nf + (long long)(total - 1 - last) +
+	    (long long)cur->digits;
+	if (scale < 0)
+		return MONEY_PRECISION;
+	ndig = (long long)(last - first + 1);
+	if (ndig + scale > MONEY_MAX_DIGITS)
+		return MONEY_RANGE;
+
+	/* At most 15 digits: the value fits int64 with room to spare. */
+	v = 0;
+	for (k = first; k <= last; k++)
+		v = v * 10 + money_digit(&n, k);
+	for (; scale > 0; scale--)
+		v *= 10;
+	if (v > MONEY_MAX_MINOR)
+		return MONEY_RANGE;
+	*minor = v;
+	return MONEY_OK;
+}
+
+void
+money_format(int64_t minor, const struct currency *cur, char *out,
+    size_t outlen)
+{
+	uint64_t mag, pow10, whole, frac;
+	unsigned digits, i;
+	const char *sign;
+
+	if (out == NULL || outlen == 0)
+		return;
+	digits = cur != NULL ? cur->digits : 0;
+
+	/* The magnitude of INT64_MIN is representable only unsigned. */
+	sign = minor < 0 ? "-" : "";
+	mag = minor < 0 ? 0 - (uint64_t)minor : (uint64_t)minor;
+	for (pow10 = 1, i = 0; i < digits; i++)
+		pow10 *= 10;
+	whole = mag / pow10;
+	frac = mag % pow10;
+	if (digits == 0)
+		snprintf(out, outlen, "%s%llu", sign,
+		    (unsigned long long)whole);
+	else
+		snprintf(out, outlen, "%s%llu.%0*llu", sign,
+		    (unsigned long long)whole, (int)digits,
+		    (unsigned long long)frac);
+}

@@ -1,0 +1,79 @@
+/*
+ * provider.h: the simulated payment provider.
+ *
+ * It stands for a real card processor outside our transactions: its
+ * ledger is its own store (a separate LMDB environment), and it
+ * deduplicates charges on the idempotency key the caller sends, the way a
+ * real provider does.  A charge under a key it has seen returns the
+ * original outcome; the same key with another amount or currency is a
+ * PROVIDER_KEY_REUSED error.
+ *
+ * Failure modes, for demonstrations and tests (provider_config.fail):
+ *   PROVIDER_FAIL_NONE        every charge succeeds
+ *   PROVIDER_FAIL_DECLINE     every new charge is declined (a final answer,
+ *                             recorded under its key)
+ *   PROVIDER_FAIL_UNAVAILABLE the provider refuses before doing anything
+ *   PROVIDER_FAIL_TIMEOUT     the charge is made and recorded, then the
+ *                             answer is lost: the caller sees a timeout
+ */
+#ifndef PAY_PROVIDER_H
+#define PAY_PROVIDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROVIDER_ID_SIZE 32 /* "ch_" + 24 hex digits + NUL, with room */
+
+enum provider_fail {
+	PROVIDER_FAIL_NONE = 0,
+	PROVIDER_FAIL_DECLINE,
+	PROVIDER_FAIL_UNAVAILABLE,
+	PROVIDER_FAIL_TIMEOUT,
+	PROVIDER_FAIL__MAX
+};
+
+enum provider_outcome {
+	PROVIDER_CHARGED = 0,  /* charged; id is the charge id */
+	PROVIDER_DECLINED,     /* declined, final; id is the decline's id */
+	PROVIDER_UNAVAILABLE,  /* nothing happened; safe to try later */
+	PROVIDER_TIMEOUT,      /* unknown: a charge may have been made */
+	PROVIDER_KEY_REUSED,   /* key seen with another amount or currency */
+	PROVIDER_OUTCOME__MAX
+};
+
+struct provider_config {
+	const char *dir;
+	size_t map_size;
+	unsigned latency_ms;  /* added to every charge call */
+	enum provider_fail fail;
+};
+
+struct provider_charge {
+	enum provider_outcome outcome;
+	char id[PROVIDER_ID_SIZE];
+	int replayed;         /* 1 when the key was seen before */
+};
+
+struct provider;
+
+int provider_open(const struct provider_config *cfg, struct provider **out);
+void provider_close(struct provider *p);
+
+/*
+ * Charges amount minor units of currency under key.  Returns IDEM_OK with
+ * out->outcome set, or a store error (the ledger could not be read or
+ * written: treat as PROVIDER_UNAVAILABLE).
+ */
+int provider_charge(struct provider *p, const char *key, int64_t amount,
+    const char *currency, uint64_t now_ms, struct provider_charge *out);
+
+/* Counts of successful charges and of declines in the ledger. */
+int provider_count(struct provider *p, size_t *charges, size_t *declines);
+
+/* Number of successful charges made under key: 0 or 1. */
+int provider_charges_for(struct provider *p, const char *key, size_t *n);
+
+/* Parses "none", "decline", "unavailable", "timeout". */
+int provider_fail_parse(const char *s, enum provider_fail *fail);
+
+#endif

@@ -1,0 +1,423 @@
+/*
+ * test_auth.c: the keys file, Bearer parsing and principal selection.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth.h"
+#include "crypto.h"
+#include "err.h"
+#include "harness.h"
+
+static char dir[4096];
+static char path[4200];
+
+static void
+setup(void)
+{
+	harness_mkdtemp(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/keys", dir);
+}
+
+static void
+teardown(void)
+{
+	harness_rmdir(dir);
+}
+
+/* The hex SHA-256 of secret, as an operator would put in the keys file. */
+static void
+digest_hex(const char *secret, char out[2 * CRYPTO_SHA256_SIZE + 1])
+{
+	uint8_t d[CRYPTO_SHA256_SIZE];
+
+	crypto_sha256(secret, strlen(secret), d);
+	crypto_hex(d, sizeof(d), out);
+}
+
+static void
+write_file(const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Writes a keys file for alice ("sk_alice") and bob ("sk_bob"). */
+static struct auth_keys *
+load_two(void)
+{
+	char a[65], b[65], text[512], err[256];
+	struct auth_keys *k = NULL;
+
+	digest_hex("sk_alice", a);
+	digest_hex("sk_bob", b);
+	snprintf(text, sizeof(text),
+	    "# account   sha256(secret)\n"
+	    "\n"
+	    "acct_alice %s\n"
+	    "   \t\n"
+	    "  # an indented comment\n"
+	    "bob@example.com\t \t%s\r\n", a, b);
+	write_file(text);
+	HARNESS_EQ(auth_keys_load(path, &k, err, sizeof(err)), IDEM_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+	return k;
+}
+
+/* Loads text and expects an error mentioning ":<line>:". */
+static void
+expect_load_error(const char *text, int line)
+{
+	struct auth_keys *k = NULL;
+	char err[256], want[32];
+
+	write_file(text);
+	HARNESS_EQ(auth_keys_load(path, &k, err, sizeof(err)), IDEM_EINVAL);
+	CU_ASSERT_PTR_NULL(k);
+	snprintf(want, sizeof(want), ":%d:", line);
+	if (strstr(err, want) == NULL)
+		fprintf(stderr, "  error \"%s\" lacks \"%s\"\n", err, want);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, want));
+	auth_keys_free(k);
+}
+
+static void
+test_load_good(void)
+{
+	char p[AUTH_PRINCIPAL_MAX + 1];
+	struct auth_keys *k = load_two();
+
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer sk_alice", p), AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, "acct_alice");
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer sk_bob", p), AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, "bob@example.com");
+	auth_keys_free(k);
+}
+
+/* The example in auth.h: sha256("test"), a published test vector. */
+static void
+test_load_known_vector(void)
+{
+	char p[AUTH_PRINCIPAL_MAX + 1], err[256];
+	struct auth_keys *k = NULL;
+
+	write_file("acct_alice  9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b"
+	    "822cd15d6c15b0f00a08\n");
+	HARNESS_EQ(auth_keys_load(path, &k, err, sizeof(err)), IDEM_OK);
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer test", p), AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, "acct_alice");
+	auth_keys_free(k);
+}
+
+static void
+test_load_missing_file(void)
+{
+	char p[AUTH_PRINCIPAL_MAX + 1], err[256];
+	struct auth_keys *k = NULL;
+
+	HARNESS_EQ(auth_keys_load(path, &k, err, sizeof(err)), IDEM_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer sk_alice", p),
+	    AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, "alice", NULL, p), AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, "alice");
+	auth_keys_free(k);
+}
+
+static void
+test_load_bad_hex(void)
+{
+	char a[65], text[512];
+
+	digest_hex("x", a);
+	/* A 'g' where a hex digit belongs. */
+	snprintf(text, sizeof(text), "# keys\n\nacct g%.63s\n", a + 1);
+	expect_load_error(text, 3);
+	/* 63 digits. */
+	snprintf(text, sizeof(text), "acct %.63s\n", a);
+	expect_load_error(text, 1);
+	/* 65 digits. */
+	snprintf(text, sizeof(text), "acct %s0\n", a);
+	expect_load_error(text, 1);
+	/* No digest at all. */
+	expect_load_error("# keys\nacct\n", 2);
+}
+
+static void
+test_load_bad_name(void)
+{
+	char a[65], text[512], name[80];
+
+	digest_hex("x", a);
+	snprintf(text, sizeof(text), "\nacct!x %s\n", a);
+	expect_load_error(text, 2);
+	snprintf(text, sizeof(text), "acct/x %s\n", a);
+	expect_load_error(text, 1);
+	/* 65 characters is one too many. */
+	memset(name, 'a', 65);
+	name[65] = '\0';
+	snprintf(text, sizeof(text), "%s %s\n", name, a);
+	expect_load_error(text, 1);
+}
+
+static void
+test_load_name_limit(void)
+{
+	char a[65], text[512], name[80], p[AUTH_PRINCIPAL_MAX + 1], err[256];
+	struct auth_keys *k = NULL;
+
+	digest_hex("sk_long", a);
+	memset(name, 'n', 64);
+	name[64] = '\0';
+	snprintf(text, sizeof(text), "%s %s\n", name, a);
+	write_file(text);
+	HARNESS_EQ(auth_keys_load(path, &k, err, sizeof(err)), IDEM_OK);
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer sk_long", p), AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, name);
+	auth_keys_free(k);
+}
+
+static void
+test_load_trailing_and_duplicate(void)
+{
+	char a[65], text[512];
+
+	digest_hex("x", a);
+	snprintf(text, sizeof(text), "acct %s extra\n", a);
+	expect_load_error(text, 1);
+	/* One secret naming two accounts would make the scope ambiguous. */
+	snprintf(text, sizeof(text), "one %s\ntwo %s\n", a, a);
+	expect_load_error(text, 2);
+}
+
+static void
+test_bearer_wrong(void)
+{
+	char p[AUTH_PRINCIPAL_MAX + 1];
+	struct auth_keys *k = load_two();
+
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer sk_carol", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer sk_alic", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer sk_alicee", p),
+	    AUTH_INVALID);
+	CU_ASSERT_STRING_EQUAL(p, "");
+	auth_keys_free(k);
+}
+
+static void
+test_missing(void)
+{
+	char p[AUTH_PRINCIPAL_MAX + 1];
+	struct auth_keys *k = load_two();
+
+	HARNESS_EQ(auth_principal(k, NULL, NULL, p), AUTH_MISSING);
+	HARNESS_EQ(auth_principal(k, "", NULL, p), AUTH_MISSING);
+	HARNESS_EQ(auth_principal(k, "", "", p), AUTH_MISSING);
+	HARNESS_EQ(auth_principal(NULL, NULL, NULL, p), AUTH_MISSING);
+	auth_keys_free(k);
+}
+
+/* RFC 9110 section 11.1: the auth-scheme is case-insensitive. */
+static void
+test_scheme_case(void)
+{
+	char p[AUTH_PRINCIPAL_MAX + 1];
+	struct auth_keys *k = load_two();
+
+	HARNESS_EQ(auth_principal(k, NULL, "bearer sk_alice", p), AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, "acct_alice");
+	HARNESS_EQ(auth_principal(k, NULL, "BEARER sk_alice", p), AUTH_OK);
+	HARNESS_EQ(auth_principal(k, NULL, "bEaReR sk_alice", p), AUTH_OK);
+	/* The token itself is case-sensitive. */
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer SK_ALICE", p), AUTH_INVALID);
+	auth_keys_free(k);
+}
+
+static void
+test_spaces(void)
+{
+	char p[AUTH_PRINCIPAL_MAX + 1];
+	struct auth_keys *k = load_two();
+
+	/* RFC 6750 section 2.1: "Bearer" 1*SP b64token. */
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer    sk_alice", p), AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, "acct_alice");
+	HARNESS_EQ(auth_principal(k, NULL, "  Bearer sk_alice  ", p), AUTH_OK);
+	HARNESS_EQ(auth_principal(k, NULL, "Bearersk_alice", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer\tsk_alice", p),
+	    AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer ", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer sk_alice sk_bob", p),
+	    AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer sk_alice,", p),
+	    AUTH_INVALID);
+	auth_keys_free(k);
+}
+
+static void
+test_other_schemes(void)
+{
+	char p[AUTH_PRINCIPAL_MAX + 1];
+	struct auth_keys *k = load_two();
+
+	/* "sk_alice:" in base64, the shape of Basic credentials. */
+	HARNESS_EQ(auth_principal(k, NULL, "Basic c2tfYWxpY2U6", p),
+	    AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, NULL, "Basic sk_alice", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, NULL, "Token sk_alice", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, NULL, "sk_alice", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, NULL, "Bearers sk_alice", p),
+	    AUTH_INVALID);
+	auth_keys_free(k);
+}
+
+/* b64token allows "-._~+/" and trailing '=' padding, and nothing else. */
+static void
+test_token_charset(void)
+{
+	char a[65], text[512], err[256], p[AUTH_PRINCIPAL_MAX + 1];
+	struct auth_keys *k = NULL;
+
+	digest_hex("Ab9-._~+/==", a);
+	snprintf(text, sizeof(text), "acct %s\n", a);
+	write_file(text);
+	HARNESS_EQ(auth_keys_load(path, &k, err, sizeof(err)), IDEM_OK);
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer Ab9-._~+/==", p), AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, "acct");
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer Ab9=-", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer =", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer a\"b", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer a\xc3\xa9", p),
+	    AUTH_INVALID);
+	auth_keys_free(k);
+}
+
+static void
+test_token_too_long(void)
+{
+	char p[AUTH_PRINCIPAL_MAX + 1], *h;
+	struct auth_keys *k = load_two();
+	size_t n = 100000;
+
+	h = malloc(n + 8);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	memcpy(h, "Bearer ", 7);
+	memset(h + 7, 'a', n);
+	h[7 + n] = '\0';
+	HARNESS_EQ(auth_principal(k, NULL, h, p), AUTH_INVALID);
+	free(h);
+	auth_keys_free(k);
+}
+
+static void
+test_remote_user_wins(void)
+{
+	char p[AUTH_PRINCIPAL_MAX + 1];
+	struct auth_keys *k = load_two();
+
+	HARNESS_EQ(auth_principal(k, "carol", "Bearer sk_alice", p), AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, "carol");
+	HARNESS_EQ(auth_principal(k, "carol", "Basic Y2Fyb2w6cHc=", p),
+	    AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, "carol");
+	HARNESS_EQ(auth_principal(k, "carol@example.org", NULL, p), AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, "carol@example.org");
+	/* An empty REMOTE_USER means the server did not authenticate. */
+	HARNESS_EQ(auth_principal(k, "", "Bearer sk_alice", p), AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, "acct_alice");
+	auth_keys_free(k);
+}
+
+static void
+test_remote_user_invalid(void)
+{
+	char p[AUTH_PRINCIPAL_MAX + 1], name[80];
+	struct auth_keys *k = load_two();
+
+	/* A bad REMOTE_USER is not rescued by a good Bearer key. */
+	HARNESS_EQ(auth_principal(k, "carol smith", "Bearer sk_alice", p),
+	    AUTH_INVALID);
+	CU_ASSERT_STRING_EQUAL(p, "");
+	HARNESS_EQ(auth_principal(k, "a/b", NULL, p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, "a\nb", NULL, p), AUTH_INVALID);
+	memset(name, 'u', 65);
+	name[65] = '\0';
+	HARNESS_EQ(auth_principal(k, name, NULL, p), AUTH_INVALID);
+	name[64] = '\0';
+	HARNESS_EQ(auth_principal(k, name, NULL, p), AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, name);
+	auth_keys_free(k);
+}
+
+/*
+ * Nothing but the secret chooses the scope: naming the account, or
+ * presenting the digest from the keys file, gets nothing.
+ */
+static void
+test_claim_without_secret(void)
+{
+	char p[AUTH_PRINCIPAL_MAX + 1], a[65], h[128];
+	struct auth_keys *k = load_two();
+
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer acct_alice", p),
+	    AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, NULL, "Bearer bob@example.com", p),
+	    AUTH_INVALID);
+	digest_hex("sk_alice", a);
+	snprintf(h, sizeof(h), "Bearer %s", a);
+	HARNESS_EQ(auth_principal(k, NULL, h, p), AUTH_INVALID);
+	CU_ASSERT_STRING_EQUAL(p, "");
+	auth_keys_free(k);
+}
+
+static int
+suite_init(void)
+{
+	return crypto_init() == IDEM_OK ? 0 : -1;
+}
+
+static const struct {
+	const char *name;
+	CU_TestFunc fn;
+} auth_tests[] = {
+	{ "keys file: good", test_load_good },
+	{ "keys file: known vector", test_load_known_vector },
+	{ "keys file: missing is empty", test_load_missing_file },
+	{ "keys file: bad hex", test_load_bad_hex },
+	{ "keys file: bad name", test_load_bad_name },
+	{ "keys file: 64-character name", test_load_name_limit },
+	{ "keys file: trailing text, duplicate",
+	    test_load_trailing_and_duplicate },
+	{ "bearer: wrong secret", test_bearer_wrong },
+	{ "missing credentials", test_missing },
+	{ "bearer: scheme case", test_scheme_case },
+	{ "bearer: spaces", test_spaces },
+	{ "other schemes", test_other_schemes },
+	{ "bearer: token characters", test_token_charset },
+	{ "bearer: token too long", test_token_too_long },
+	{ "REMOTE_USER wins", test_remote_user_wins },
+	{ "REMOTE_USER invalid", test_remote_user_invalid },
+	{ "account without secret", test_claim_without_secret },
+};
+
+int
+harness_suites(void)
+{
+	CU_pSuite s;
+	size_t i;
+
+	s = CU_add_suite_with_setup_and_teardown("auth", suite_init, NULL,
+	    setup, teardown);
+	if (s == NULL)
+		return -1;
+	for (i = 0; i < sizeof(auth_tests) / sizeof(auth_tests[0]); i++)
+		if (CU_add_test(s, auth_tests[i].name, auth_tests[i].fn) ==
+		    NULL)
+			return -1;
+	return 0;
+}

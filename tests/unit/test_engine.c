@@ -1,0 +1,2 @@
+#include "harness.h"
+int harness_suites(void) { return 0; }

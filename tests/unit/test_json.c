@@ -1,0 +1,608 @@
+/*
+ * test_json.c: the strict JSON parser (RFC 8259) and the canonical form
+ * the fingerprint hashes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "err.h"
+#include "harness.h"
+#include "json.h"
+
+/* Parses len bytes of text and returns the status; the tree is freed. */
+static enum json_status
+json_status_of(const char *text, size_t len)
+{
+	struct json_value *v = NULL;
+	enum json_status st;
+	char err[128];
+
+	st = json_parse(text, len, &v, err, sizeof(err));
+	if (st == JSON_OK) {
+		CU_ASSERT_PTR_NOT_NULL(v);
+	} else {
+		CU_ASSERT_PTR_NULL(v);
+	}
+	json_free(v);
+	return st;
+}
+
+static void
+json_expect(const char *text, enum json_status want, int line)
+{
+	enum json_status st = json_status_of(text, strlen(text));
+
+	if (st != want)
+		fprintf(stderr, "  line %d: %s: status %d, want %d\n", line,
+		    text, (int)st, (int)want);
+	HARNESS_EQ(st, want);
+}
+
+#define JSON_EXPECT(text, want) json_expect((text), (want), __LINE__)
+
+/* The canonical form of text, which must parse; the caller frees it. */
+static char *
+json_canon_of(const char *text)
+{
+	struct json_value *v = NULL;
+	struct buf b = BUF_INIT;
+	char err[128];
+
+	if (json_parse(text, strlen(text), &v, err, sizeof(err)) != JSON_OK) {
+		fprintf(stderr, "  %s: %s\n", text, err);
+		CU_FAIL("text did not parse");
+		return strdup("(error)");
+	}
+	CU_ASSERT_EQUAL(json_canonical(v, &b), IDEM_OK);
+	json_free(v);
+	if (b.data == NULL)
+		return strdup("");
+	return b.data;
+}
+
+static void
+json_expect_canon(const char *text, const char *want, int line)
+{
+	char *got = json_canon_of(text);
+
+	if (strcmp(got, want) != 0)
+		fprintf(stderr, "  line %d: canonical(%s) = %s, want %s\n",
+		    line, text, got, want);
+	CU_ASSERT_STRING_EQUAL(got, want);
+	free(got);
+}
+
+#define JSON_CANON(text, want) json_expect_canon((text), (want), __LINE__)
+
+static void
+test_rfc_examples(void)
+{
+	/* RFC 8259 section 13, the two examples, and section 2's scalars. */
+	JSON_EXPECT("{\n"
+	    "  \"Image\": {\n"
+	    "    \"Width\":  800,\n"
+	    "    \"Height\": 600,\n"
+	    "    \"Title\":  \"View from 15th Floor\",\n"
+	    "    \"Thumbnail\": {\n"
+	    "      \"Url\":    \"http://www.example.com/image/481989943\",\n"
+	    "      \"Height\": 125,\n"
+	    "      \"Width\":  100\n"
+	    "    },\n"
+	    "    \"Animated\" : false,\n"
+	    "    \"IDs\": [116, 943, 234, 38793]\n"
+	    "  }\n"
+	    "}", JSON_OK);
+	JSON_EXPECT("[\n"
+	    "  {\n"
+	    "     \"precision\": \"zip\",\n"
+	    "     \"Latitude\":  37.7668,\n"
+	    "     \"Longitude\": -122.3959,\n"
+	    "     \"Address\":   \"\",\n"
+	    "     \"City\":      \"SAN FRANCISCO\",\n"
+	    "     \"State\":     \"CA\",\n"
+	    "     \"Zip\":       \"94107\",\n"
+	    "     \"Country\":   \"US\"\n"
+	    "  },\n"
+	    "  {\n"
+	    "     \"precision\": \"zip\",\n"
+	    "     \"Latitude\":  37.371991,\n"
+	    "     \"Longitude\": -122.026020,\n"
+	    "     \"Address\":   \"\",\n"
+	    "     \"City\":      \"SUNNYVALE\",\n"
+	    "     \"State\":     \"CA\",\n"
+	    "     \"Zip\":       \"94085\",\n"
+	    "     \"Country\":   \"US\"\n"
+	    "  }\n"
+	    "]", JSON_OK);
+	JSON_EXPECT("\"Hello world!\"", JSON_OK);
+	JSON_EXPECT("42", JSON_OK);
+	JSON_EXPECT("true", JSON_OK);
+	JSON_EXPECT("false", JSON_OK);
+	JSON_EXPECT("null", JSON_OK);
+	JSON_EXPECT("{}", JSON_OK);
+	JSON_EXPECT("[]", JSON_OK);
+	JSON_EXPECT("{\"amount\": 100.00, \"currency\": \"BRL\"}", JSON_OK);
+}
+
+static void
+test_invalid_documents(void)
+{
+	static const char *const bad[] = {
+		"", " ", "{", "}", "[", "[1,]", "[,1]", "{\"a\":1,}",
+		"{\"a\" 1}", "{\"a\":}", "{a:1}", "{'a':1}", "{1:1}", "[1 2]",
+		"01", "-01", "1.", ".5", "+1", "-", "1e", "1e+", "1.e3",
+		"0x10", "NaN", "Infinity", "-Infinity", "tru", "nul",
+		"nulll", "True", "[1]x", "[1]]", "{}{}", "\"abc", "\"\\x\"",
+		"\"\\u12\"", "\"\\u12G4\"", "\"a\tb\"", "\"a\nb\"",
+		"\xef\xbb\xbf{}", "/* c */ 1", "[1] // c", "\"\\",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		JSON_EXPECT(bad[i], JSON_ESYNTAX);
+	/* A NUL outside a string is not white space. */
+	HARNESS_EQ(json_status_of("[1]\0", 4), JSON_ESYNTAX);
+	HARNESS_EQ(json_status_of("\0", 1), JSON_ESYNTAX);
+}
+
+static void
+test_whitespace_around(void)
+{
+	JSON_EXPECT(" \t\r\n{ \"a\" : [ 1 , 2 ] } \t\r\n", JSON_OK);
+	/* Only the four RFC 8259 white space characters count. */
+	JSON_EXPECT("\f1", JSON_ESYNTAX);
+	JSON_EXPECT("1\v", JSON_ESYNTAX);
+	JSON_EXPECT("\xc2\xa0" "1", JSON_ESYNTAX);
+}
+
+static void
+test_length_not_nul_terminated(void)
+{
+	const char text[] = "[1,2]trailing";
+
+	HARNESS_EQ(json_status_of(text, 5), JSON_OK);
+	HARNESS_EQ(json_status_of(text, 4), JSON_ESYNTAX);
+	HARNESS_EQ(json_status_of("\"ab\"", 3), JSON_ESYNTAX);
+	HARNESS_EQ(json_status_of("1e5", 2), JSON_ESYNTAX);
+	HARNESS_EQ(json_status_of("true", 3), JSON_ESYNTAX);
+}
+
+static void
+test_duplicates(void)
+{
+	JSON_EXPECT("{\"a\":1,\"a\":2}", JSON_EDUPLICATE);
+	JSON_EXPECT("{\"a\":1,\"b\":2,\"a\":1}", JSON_EDUPLICATE);
+	/* Names compare unescaped: these are all the name "a". */
+	JSON_EXPECT("{\"a\":1,\"\\u0061\":2}", JSON_EDUPLICATE);
+	JSON_EXPECT("{\"\\u0061\":1,\"\\u0061\":2}", JSON_EDUPLICATE);
+	JSON_EXPECT("{\"/\":1,\"\\/\":2}", JSON_EDUPLICATE);
+	JSON_EXPECT("{\"\xc3\xa9\":1,\"\\u00e9\":2}", JSON_EDUPLICATE);
+	JSON_EXPECT("{\"x\":{\"a\":1,\"a\":1}}", JSON_EDUPLICATE);
+	JSON_EXPECT("[{\"a\":1},{\"a\":{\"b\":1,\"b\":2}}]",
+	    JSON_EDUPLICATE);
+	JSON_EXPECT("{\"\":1,\"\":2}", JSON_EDUPLICATE);
+	/* Different names, and the same name in different objects. */
+	JSON_EXPECT("{\"a\":1,\"A\":2,\"a \":3,\"a\\u0000\":4}", JSON_OK);
+	JSON_EXPECT("[{\"a\":1},{\"a\":1}]", JSON_OK);
+	JSON_EXPECT("{\"a\":{\"a\":1}}", JSON_OK);
+}
+
+/* n nested arrays (or objects) around a 0. */
+static char *
+json_nest(int n, int objects)
+{
+	char *s = malloc((size_t)n * 6 + 2);
+	size_t k = 0;
+	int i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	for (i = 0; i < n; i++) {
+		if (objects) {
+			memcpy(s + k, "{\"a\":", 5);
+			k += 5;
+		} else
+			s[k++] = '[';
+	}
+	s[k++] = '0';
+	for (i = 0; i < n; i++)
+		s[k++] = objects ? '}' : ']';
+	s[k] = '\0';
+	return s;
+}
+
+static void
+test_depth_limit(void)
+{
+	char *s;
+
+	s = json_nest(JSON_MAX_DEPTH, 0);
+	JSON_EXPECT(s, JSON_OK);
+	free(s);
+	s = json_nest(JSON_MAX_DEPTH + 1, 0);
+	JSON_EXPECT(s, JSON_EDEPTH);
+	free(s);
+	s = json_nest(JSON_MAX_DEPTH, 1);
+	JSON_EXPECT(s, JSON_OK);
+	free(s);
+	s = json_nest(JSON_MAX_DEPTH + 1, 1);
+	JSON_EXPECT(s, JSON_EDEPTH);
+	free(s);
+	/* Far too deep, and unterminated: refused without recursing. */
+	s = json_nest(100000, 0);
+	s[100000] = '\0';
+	JSON_EXPECT(s, JSON_EDEPTH);
+	free(s);
+}
+
+static void
+test_utf8_valid(void)
+{
+	struct json_value *v;
+	const char *t;
+	size_t len;
+
+	/* U+00E9, U+20AC, U+FFFF, U+10000, U+10FFFF raw. */
+	JSON_EXPECT("\"\xc3\xa9 \xe2\x82\xac \xef\xbf\xbf "
+	    "\xf0\x90\x80\x80 \xf4\x8f\xbf\xbf\"", JSON_OK);
+	HARNESS_EQ(json_parse("\"\xe2\x82\xac\"", 5, &v, NULL, 0), JSON_OK);
+	t = json_text(v, &len);
+	HARNESS_EQ(len, 3);
+	CU_ASSERT(memcmp(t, "\xe2\x82\xac", 3) == 0);
+	json_free(v);
+}
+
+static void
+test_utf8_invalid(void)
+{
+	static const char *const bad[] = {
+		"\"\xc0\x80\"",			/* overlong NUL */
+		"\"\xc1\xbf\"",			/* overlong 0x7F */
+		"\"\xe0\x80\x80\"",		/* overlong 3 bytes */
+		"\"\xe0\x9f\xbf\"",		/* overlong U+07FF */
+		"\"\xf0\x80\x80\x80\"",		/* overlong 4 bytes */
+		"\"\xf0\x8f\xbf\xbf\"",		/* overlong U+FFFF */
+		"\"\xed\xa0\x80\"",		/* U+D800 in UTF-8 */
+		"\"\xed\xbf\xbf\"",		/* U+DFFF in UTF-8 */
+		"\"\xf4\x90\x80\x80\"",		/* U+110000 */
+		"\"\xf5\x80\x80\x80\"",
+		"\"\xff\"",
+		"\"\x80\"",			/* lone continuation */
+		"\"\xc3\"",			/* truncated */
+		"\"\xe2\x82\"",
+		"\"\xf0\x9f\x98\"",
+		"\"\xc3\x28\"",			/* bad continuation */
+		"{\"\xc3\":1}",			/* in a member name */
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		JSON_EXPECT(bad[i], JSON_EUTF8);
+	/* Truncated by the length, not by a quote. */
+	HARNESS_EQ(json_status_of("\"\xe2\x82\xac\"", 3), JSON_EUTF8);
+}
+
+static void
+test_surrogate_escapes(void)
+{
+	struct json_value *v;
+	const char *t;
+	size_t len;
+
+	/* A valid pair becomes one 4-byte character: U+1F600. */
+	HARNESS_EQ(json_parse("\"\\uD83D\\uDE00\"", 14, &v, NULL, 0),
+	    JSON_OK);
+	t = json_text(v, &len);
+	HARNESS_EQ(len, 4);
+	CU_ASSERT(memcmp(t, "\xf0\x9f\x98\x80", 4) == 0);
+	json_free(v);
+	JSON_CANON("\"\\ud83d\\ude00\"", "\"\xf0\x9f\x98\x80\"");
+
+	JSON_EXPECT("\"\\uD800\"", JSON_EUTF8);
+	JSON_EXPECT("\"\\uDBFF\"", JSON_EUTF8);
+	JSON_EXPECT("\"\\uDC00\"", JSON_EUTF8);
+	JSON_EXPECT("\"\\uDE00\\uD83D\"", JSON_EUTF8);
+	JSON_EXPECT("\"\\uD800\\u0041\"", JSON_EUTF8);
+	JSON_EXPECT("\"\\uD800\\uD800\"", JSON_EUTF8);
+	JSON_EXPECT("\"\\uD800x\"", JSON_EUTF8);
+	JSON_EXPECT("\"\\uD800\\n\"", JSON_EUTF8);
+	JSON_EXPECT("\"\\uD800\\u12\"", JSON_ESYNTAX);
+	JSON_EXPECT("{\"\\uD800\":1}", JSON_EUTF8);
+}
+
+static void
+test_string_values(void)
+{
+	struct json_value *v;
+	const char *t;
+	size_t len;
+	const char *doc = "\"a\\u0000b\\\"\\\\\\/\\b\\f\\n\\r\\t\"";
+
+	HARNESS_EQ(json_parse(doc, strlen(doc), &v, NULL, 0), JSON_OK);
+	HARNESS_EQ(json_type(v), JSON_STRING);
+	t = json_text(v, &len);
+	/* The NUL is kept: the length, not strlen, tells the value. */
+	HARNESS_EQ(len, 11);
+	CU_ASSERT(memcmp(t, "a\0b\"\\/\b\f\n\r\t", 11) == 0);
+	json_free(v);
+
+	HARNESS_EQ(json_parse("\"\"", 2, &v, NULL, 0), JSON_OK);
+	t = json_text(v, &len);
+	CU_ASSERT_PTR_NOT_NULL(t);
+	HARNESS_EQ(len, 0);
+	json_free(v);
+}
+
+static void
+test_accessors(void)
+{
+	struct json_value *v;
+	const struct json_value *a;
+	const char *t;
+	size_t len;
+	const char *doc = "{\"amount\": 100.00, \"currency\": \"BRL\", "
+	    "\"tags\": [1, null, true, false], \"\": 0}";
+
+	HARNESS_EQ(json_parse(doc, strlen(doc), &v, NULL, 0), JSON_OK);
+	HARNESS_EQ(json_type(v), JSON_OBJECT);
+	HARNESS_EQ(json_count(v), 4);
+
+	/* Numbers keep their source text: money never becomes a double. */
+	a = json_get(v, "amount");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	HARNESS_EQ(json_type(a), JSON_NUMBER);
+	t = json_text(a, &len);
+	CU_ASSERT_STRING_EQUAL(t, "100.00");
+	HARNESS_EQ(len, 6);
+
+	a = json_get(v, "currency");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	HARNESS_EQ(json_type(a), JSON_STRING);
+	CU_ASSERT_STRING_EQUAL(json_text(a, NULL), "BRL");
+
+	a = json_get(v, "tags");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	HARNESS_EQ(json_type(a), JSON_ARRAY);
+	HARNESS_EQ(json_count(a), 4);
+	CU_ASSERT_PTR_NULL(json_text(a, NULL));
+	CU_ASSERT_PTR_NULL(json_get(a, "amount"));
+
+	CU_ASSERT_PTR_NOT_NULL(json_get(v, ""));
+	CU_ASSERT_PTR_NULL(json_get(v, "Amount"));
+	CU_ASSERT_PTR_NULL(json_get(v, "amoun"));
+	CU_ASSERT_PTR_NULL(json_get(v, "amounts"));
+	HARNESS_EQ(json_count(json_get(v, "amount")), 0);
+	json_free(v);
+}
+
+static void
+test_error_sentence(void)
+{
+	struct json_value *v = (struct json_value *)&v;	/* not NULL */
+	char err[128];
+
+	HARNESS_EQ(json_parse("[1, x]", 6, &v, err, sizeof(err)),
+	    JSON_ESYNTAX);
+	CU_ASSERT_PTR_NULL(v);
+	CU_ASSERT(strstr(err, "byte 4") != NULL);
+
+	HARNESS_EQ(json_parse("{\"a\":1, \"a\":2}", 14, &v, err,
+	    sizeof(err)), JSON_EDUPLICATE);
+	CU_ASSERT(strstr(err, "byte 8") != NULL);
+
+	/* A short buffer is truncated, never overrun. */
+	memset(err, 'x', sizeof(err));
+	HARNESS_EQ(json_parse("[", 1, &v, err, 8), JSON_ESYNTAX);
+	HARNESS_EQ(strlen(err), 7);
+	CU_ASSERT(err[8] == 'x');
+	/* No buffer at all is fine. */
+	HARNESS_EQ(json_parse("[", 1, &v, NULL, 0), JSON_ESYNTAX);
+}
+
+static void
+test_strstatus(void)
+{
+	int st;
+
+	for (st = 0; st < JSON_STATUS__MAX; st++)
+		CU_ASSERT_PTR_NOT_NULL(json_strstatus((enum json_status)st));
+	CU_ASSERT_PTR_NOT_NULL(json_strstatus(JSON_STATUS__MAX));
+}
+
+static void
+test_canonical_member_order(void)
+{
+	/* The same payload re-serialised with reordered members. */
+	JSON_CANON("{\"currency\": \"BRL\", \"amount\": 100.00}",
+	    "{\"amount\":1e2,\"currency\":\"BRL\"}");
+	JSON_CANON("{\"amount\":100.00,\"currency\":\"BRL\"}",
+	    "{\"amount\":1e2,\"currency\":\"BRL\"}");
+	/* Bytewise order of the unescaped names, a prefix first. */
+	JSON_CANON("{\"b\":1,\"\xc3\xa9\":2,\"aa\":3,\"a\":4,\"B\":5,\"\":6}",
+	    "{\"\":6,\"B\":5,\"a\":4,\"aa\":3,\"b\":1,\"\xc3\xa9\":2}");
+	JSON_CANON("{\"\\u0062\":1,\"a\":2}", "{\"a\":2,\"b\":1}");
+}
+
+static void
+test_canonical_whitespace(void)
+{
+	JSON_CANON(" { \"a\" :\t[ 1 ,\r\n 2 , { } , [ ] ] } ",
+	    "{\"a\":[1,2,{},[]]}");
+	JSON_CANON("\n\ttrue\n", "true");
+	JSON_CANON("[null,false,true]", "[null,false,true]");
+	/* Array order is significant and kept. */
+	JSON_CANON("[2,1]", "[2,1]");
+}
+
+static void
+test_canonical_nested_sorted(void)
+{
+	JSON_CANON("{\"b\":{\"d\":1,\"c\":2},\"a\":[{\"z\":1,\"y\":2}]}",
+	    "{\"a\":[{\"y\":2,\"z\":1}],\"b\":{\"c\":2,\"d\":1}}");
+}
+
+static void
+test_canonical_numbers_equal(void)
+{
+	static const char *const hundred[] = {
+		"100", "100.00", "1e2", "1E2", "1e+2", "1.000E+2", "10e1",
+		"1000e-1", "0.1e3", "100.0e0", "1e0000000000000000000002",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(hundred) / sizeof(hundred[0]); i++)
+		JSON_CANON(hundred[i], "1e2");
+	JSON_CANON("-100.50", "-1005e-1");
+	JSON_CANON("1.5", "15e-1");
+	JSON_CANON("0.001", "1e-3");
+	JSON_CANON("123", "123");
+	JSON_CANON("-7", "-7");
+	JSON_CANON("12.3400e2", "1234");
+	JSON_CANON("1e-0", "1");
+}
+
+static void
+test_canonical_zero(void)
+{
+	static const char *const zeros[] = {
+		"0", "-0", "0.0", "-0.0", "0e5", "0E-5", "-0.000e+99",
+		"0e999999999",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(zeros) / sizeof(zeros[0]); i++)
+		JSON_CANON(zeros[i], "0");
+}
+
+static void
+test_canonical_numbers_differ(void)
+{
+	char *a, *b;
+
+	/* Values that differ only far past double precision stay apart. */
+	a = json_canon_of("1");
+	b = json_canon_of("1.0000000000000000000000000001");
+	CU_ASSERT(strcmp(a, b) != 0);
+	free(a);
+	free(b);
+	a = json_canon_of("9007199254740993");
+	b = json_canon_of("9007199254740992");
+	CU_ASSERT(strcmp(a, b) != 0);
+	free(a);
+	free(b);
+	JSON_CANON("1.0000000000000000000000000001",
+	    "10000000000000000000000000001e-28");
+}
+
+static void
+test_canonical_huge_exponents(void)
+{
+	/* Exponents are exact up to the limit, refused past it. */
+	JSON_CANON("1e1000000000", "1e1000000000");
+	JSON_CANON("1.5e-1000000000", "15e-1000000001");
+	JSON_CANON("100e999999999", "1e1000000001");
+	JSON_EXPECT("1e1000000001", JSON_ESYNTAX);
+	JSON_EXPECT("1e-99999999999999999999999999999", JSON_ESYNTAX);
+	JSON_EXPECT("1e9223372036854775807", JSON_ESYNTAX);
+	JSON_EXPECT("1e18446744073709551616", JSON_ESYNTAX);
+}
+
+static void
+test_canonical_string_not_number(void)
+{
+	char *a, *b;
+
+	/* A loose deep-equal would call these the same request. */
+	a = json_canon_of("{\"amount\":\"100\"}");
+	b = json_canon_of("{\"amount\":100}");
+	CU_ASSERT(strcmp(a, b) != 0);
+	free(a);
+	free(b);
+	a = json_canon_of("[true]");
+	b = json_canon_of("[\"true\"]");
+	CU_ASSERT(strcmp(a, b) != 0);
+	free(a);
+	free(b);
+}
+
+static void
+test_canonical_strings(void)
+{
+	/* Escapes that are not needed are dropped. */
+	JSON_CANON("\"\\u0041\\/\\u00e9\"", "\"A/\xc3\xa9\"");
+	/* Those that are needed take their shortest form. */
+	JSON_CANON("\"\\u0022\\u005c\\u000a\\u0008\\u000C\\r\\t\"",
+	    "\"\\\"\\\\\\n\\b\\f\\r\\t\"");
+	JSON_CANON("\"\\u0000\\u001F\\u007f\"", "\"\\u0000\\u001f\x7f\"");
+	JSON_CANON("{\"a\\nb\":\"\"}", "{\"a\\nb\":\"\"}");
+}
+
+static void
+test_canonical_is_fixed_point(void)
+{
+	static const char *const docs[] = {
+		"{\"z\":[1.50,-0,\"\\u0001\",{\"b\":null,\"a\":1e-7}],"
+		    "\"a\":\"\\ud83d\\ude00\"}",
+		"[0.1e1, 12e-3, -5E+3, \"x\\\\y\", {}]",
+		"\"\\u2028\"",
+	};
+	size_t i;
+	char *once, *twice;
+
+	for (i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		once = json_canon_of(docs[i]);
+		twice = json_canon_of(once);
+		CU_ASSERT_STRING_EQUAL(once, twice);
+		free(once);
+		free(twice);
+	}
+}
+
+int
+harness_suites(void)
+{
+	CU_pSuite s, c;
+
+	if ((s = CU_add_suite("json parse", NULL, NULL)) == NULL ||
+	    (c = CU_add_suite("json canonical", NULL, NULL)) == NULL)
+		return -1;
+	if (CU_add_test(s, "RFC 8259 examples", test_rfc_examples) == NULL ||
+	    CU_add_test(s, "invalid documents",
+	    test_invalid_documents) == NULL ||
+	    CU_add_test(s, "white space around",
+	    test_whitespace_around) == NULL ||
+	    CU_add_test(s, "length, not NUL",
+	    test_length_not_nul_terminated) == NULL ||
+	    CU_add_test(s, "duplicate names", test_duplicates) == NULL ||
+	    CU_add_test(s, "depth limit", test_depth_limit) == NULL ||
+	    CU_add_test(s, "valid UTF-8", test_utf8_valid) == NULL ||
+	    CU_add_test(s, "invalid UTF-8", test_utf8_invalid) == NULL ||
+	    CU_add_test(s, "surrogate escapes",
+	    test_surrogate_escapes) == NULL ||
+	    CU_add_test(s, "string values", test_string_values) == NULL ||
+	    CU_add_test(s, "accessors", test_accessors) == NULL ||
+	    CU_add_test(s, "error sentence", test_error_sentence) == NULL ||
+	    CU_add_test(s, "status strings", test_strstatus) == NULL)
+		return -1;
+	if (CU_add_test(c, "member order", test_canonical_member_order) ==
+	    NULL ||
+	    CU_add_test(c, "white space", test_canonical_whitespace) == NULL ||
+	    CU_add_test(c, "nested objects sorted",
+	    test_canonical_nested_sorted) == NULL ||
+	    CU_add_test(c, "equal numbers print alike",
+	    test_canonical_numbers_equal) == NULL ||
+	    CU_add_test(c, "zeros", test_canonical_zero) == NULL ||
+	    CU_add_test(c, "different numbers differ",
+	    test_canonical_numbers_differ) == NULL ||
+	    CU_add_test(c, "huge exponents",
+	    test_canonical_huge_exponents) == NULL ||
+	    CU_add_test(c, "\"100\" is not 100",
+	    test_canonical_string_not_number) == NULL ||
+	    CU_add_test(c, "string escaping", test_canonical_strings) ==
+	    NULL ||
+	    CU_add_test(c, "canonical is a fixed point",
+	    test_canonical_is_fixed_point) == NULL)
+		return -1;
+	return 0;
+}
