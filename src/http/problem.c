@@ -83,7 +83,8 @@ problem_build(struct response *resp, enum problem p, const char *fmt, ...)
 	va_end(ap);
 	if (detail == NULL)
 		goto out;
-	if (asprintf(&type, "%s%s", problem_base, problem_table[p].slug) < 0) {
+	if (asprintf(&type, "%s%s.html", problem_base,
+	    problem_table[p].slug) < 0) {
 		type = NULL;
 		goto out;
 	}

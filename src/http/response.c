@@ -136,7 +136,7 @@ resp_write(const struct response *r, resp_write_fn wr, void *ctx)
 {
 	struct buf head = BUF_INIT;
 	size_t i, half;
-	int rc = IDEM_ENOMEM;
+	int rc = IDEM_ENOMEM, nobody;
 
 	/* RFC 3875 section 6.3.3: the Status header carries the status. */
 	if (buf_printf(&head, "Status: %d %s\r\n", r->status,
@@ -146,12 +146,19 @@ resp_write(const struct response *r, resp_write_fn wr, void *ctx)
 		if (buf_printf(&head, "%s: %s\r\n", r->headers[i].name,
 		    r->headers[i].value) != IDEM_OK)
 			goto out;
-	if (buf_printf(&head, "Content-Length: %zu\r\n\r\n",
-	    r->body.len) != IDEM_OK)
+	/* RFC 9110 sections 8.6 and 15.4.5: a 304 or 204 has no content. */
+	nobody = r->status == 304 || r->status == 204;
+	if ((nobody ? buf_puts(&head, "\r\n") : buf_printf(&head,
+	    "Content-Length: %zu\r\n\r\n", r->body.len)) != IDEM_OK)
 		goto out;
 	rc = IDEM_EIO;
 	if (wr(ctx, head.data, head.len) != 0)
 		goto out;
+	/* RFC 9110 section 9.3.2: HEAD gets GET's headers and no content. */
+	if (r->head || nobody) {
+		rc = IDEM_OK;
+		goto out;
+	}
 	half = r->body.len / 2;
 	if (half > 0 && wr(ctx, r->body.data, half) != 0)
 		goto out;

@@ -20,6 +20,7 @@ struct resp_header {
 
 struct response {
 	int status;
+	int head;   /* a HEAD request: headers only, the body is not sent */
 	size_t nheaders;
 	struct resp_header headers[RESP_MAX_HEADERS];
 	struct buf body;

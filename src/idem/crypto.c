@@ -54,7 +54,7 @@ crypto_sha256_init(struct crypto_sha256 *h)
 void
 crypto_sha256_update(struct crypto_sha256 *h, const void *data, size_t len)
 {
-	/* libsodium takes a pointer even for zero bytes; give it a valid one. */
+	/* Zero bytes change nothing, and data may then be NULL. */
 	if (len == 0)
 		return;
 	crypto_hash_sha256_update(crypto_sha256_state(h), data,

@@ -14,12 +14,13 @@
  * and no trailing zeros, and, when the exponent is not zero, "e" and the
  * exponent in decimal: 100, 100.00, 1e2 and 1.000E+2 all print "1e2";
  * 1.5 prints "15e-1"; 0.001 prints "1e-3"; 123 prints "123".  Every zero
- * (0, -0, 0.0, 0e5) prints "0".  The form is itself JSON and parses back
- * to the same text.  The arithmetic is on digit strings and a 64-bit
- * exponent, never floating point.  Exponents whose magnitude exceeds
- * JSON_EXP_LIMIT are refused as a syntax error (RFC 8259 section 9 lets a
- * parser limit the range of numbers); below that limit the result is
- * exact.
+ * (0, -0, 0.0, 0e5, 0e99999999999) prints "0".  The form is itself JSON
+ * and parses back to the same text.  The arithmetic is on digit strings
+ * and a 64-bit exponent, never floating point.  A non-zero number whose
+ * normalised exponent is beyond +-JSON_EXP_LIMIT, or whose significand
+ * has more than JSON_DIGITS_MAX digits, is refused as a syntax error
+ * (RFC 8259 section 9 lets a parser limit the range and precision of
+ * numbers); within those limits the canonical form is exact.
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -32,11 +33,15 @@
 #include "json.h"
 
 /*
- * Far beyond any value a payment can carry, and small enough that adding
- * the digit counts of any text that fits in memory cannot overflow an
- * int64_t.
+ * Limits on numbers, far beyond any value a payment can carry, and small
+ * enough that exponent arithmetic cannot overflow an int64_t:
+ * JSON_EXP_LIMIT bounds the normalised exponent, JSON_DIGITS_MAX the
+ * digits of the significand, and an exponent as written saturates at
+ * JSON_EXP_SAT, which is past any exponent those two allow.
  */
-#define JSON_EXP_LIMIT 1000000000LL
+#define JSON_EXP_LIMIT	1000000000LL
+#define JSON_DIGITS_MAX	100000000
+#define JSON_EXP_SAT	1000000000000000000LL
 
 struct json_member {
 	char			*name;	/* unescaped, NUL-terminated */
@@ -169,23 +174,21 @@ json_is_digit(unsigned char c)
 	return c >= '0' && c <= '9';
 }
 
-/* Grows an array of n elements of size sz to hold one more. */
-static int
-json_grow(void **base, size_t n, size_t *cap, size_t sz)
+/*
+ * Reallocates an array of *cap elements of size sz to twice as many (4 at
+ * first) and updates *cap; NULL when that fails, base still valid.
+ */
+static void *
+json_grow(void *base, size_t *cap, size_t sz)
 {
-	size_t ncap;
+	size_t ncap = *cap ? *cap * 2 : 4;
 	void *p;
 
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 4;
 	if (ncap < *cap || ncap > SIZE_MAX / sz)
-		return -1;
-	if ((p = realloc(*base, ncap * sz)) == NULL)
-		return -1;
-	*base = p;
-	*cap = ncap;
-	return 0;
+		return NULL;
+	if ((p = realloc(base, ncap * sz)) != NULL)
+		*cap = ncap;
+	return p;
 }
 
 /*
@@ -424,46 +427,87 @@ json_parse_string(struct json_parser *ps, struct buf *b)
 }
 
 /*
- * Builds the canonical text of the number whose parts are given: the
- * integer and fraction digit runs and the value of the exponent.
+ * A number as sign, significant digits and exponent: the value is
+ * (-1)^neg * D * 10^exp, where D is the run of digits [lead, end) of the
+ * integer digits followed by the fraction digits, with no leading and no
+ * trailing zero.  Zero has lead == end.
  */
+struct json_decimal {
+	int			 neg;
+	const unsigned char	*ip;	/* integer digits */
+	size_t			 ni;
+	const unsigned char	*fp;	/* fraction digits */
+	size_t			 nf;
+	size_t			 lead;
+	size_t			 end;
+	int64_t			 exp;
+};
+
+static unsigned char
+json_decimal_digit(const struct json_decimal *d, size_t i)
+{
+	return i < d->ni ? d->ip[i] : d->fp[i - d->ni];
+}
+
+/*
+ * Strips the zeros and folds the fraction into the exponent, which on
+ * entry is the exponent as written, saturated at +-JSON_EXP_SAT.  Returns
+ * -1 when the exponent of the result is beyond +-JSON_EXP_LIMIT.  The
+ * limit applies to the normalised exponent, so that the canonical text of
+ * any number that parses parses again.
+ */
+static int
+json_decimal_normalise(struct json_decimal *d)
+{
+	size_t nd = d->ni + d->nf, trail = 0;
+
+	while (d->lead < nd && json_decimal_digit(d, d->lead) == '0')
+		d->lead++;
+	if (d->lead == nd) {
+		d->end = nd;
+		d->neg = 0;
+		d->exp = 0;
+		return 0;
+	}
+	while (json_decimal_digit(d, nd - 1 - trail) == '0')
+		trail++;
+	d->end = nd - trail;
+	/*
+	 * value = digits * 10^(exp - nf), and dropping the trailing zeros
+	 * divides the digits by 10^trail.  nf and trail are at most
+	 * JSON_DIGITS_MAX and |exp| at most JSON_EXP_SAT, so the sum stays
+	 * far inside int64_t.
+	 */
+	d->exp = d->exp - (int64_t)d->nf + (int64_t)trail;
+	if (d->exp > JSON_EXP_LIMIT || d->exp < -JSON_EXP_LIMIT)
+		return -1;
+	return 0;
+}
+
+/* The canonical text of a normalised number, or NULL when out of memory. */
 static char *
-json_number_canon(int neg, const unsigned char *ip, size_t ni,
-    const unsigned char *fp, size_t nf, int64_t exp)
+json_decimal_canon(const struct json_decimal *d)
 {
 	struct buf b = BUF_INIT;
-	size_t lead = 0, trail = 0, nd = ni + nf, a, z;
+	size_t a, z;
 
-	/* The digits ip||fp with leading and trailing zeros counted. */
-	while (lead < nd && (lead < ni ? ip[lead] : fp[lead - ni]) == '0')
-		lead++;
-	if (lead == nd) {
+	if (d->lead == d->end) {
 		if (buf_putc(&b, '0') != IDEM_OK)
 			return NULL;
 		return b.data;
 	}
-	while ((nd - 1 - trail < ni ? ip[nd - 1 - trail] :
-	    fp[nd - 1 - trail - ni]) == '0')
-		trail++;
-
-	/*
-	 * value = digits * 10^(exp - nf); dropping the trailing zeros
-	 * multiplies the digits by 10^-trail.  |exp| <= JSON_EXP_LIMIT and
-	 * nf, trail are lengths of text in memory, so this cannot overflow.
-	 */
-	exp = exp - (int64_t)nf + (int64_t)trail;
-
-	if (neg && buf_putc(&b, '-') != IDEM_OK)
+	if (d->neg && buf_putc(&b, '-') != IDEM_OK)
 		goto fail;
-	/* The significant digits [lead, z) span the two runs. */
-	z = nd - trail;
-	if (lead < ni && buf_append(&b, ip + lead,
-	    (z < ni ? z : ni) - lead) != IDEM_OK)
+	/* The significant digits [lead, end) may span the two runs. */
+	z = d->end < d->ni ? d->end : d->ni;
+	if (d->lead < z && buf_append(&b, d->ip + d->lead, z - d->lead) !=
+	    IDEM_OK)
 		goto fail;
-	a = lead > ni ? lead : ni;
-	if (z > a && buf_append(&b, fp + (a - ni), z - a) != IDEM_OK)
+	a = d->lead > d->ni ? d->lead : d->ni;
+	if (d->end > a && buf_append(&b, d->fp + (a - d->ni), d->end - a) !=
+	    IDEM_OK)
 		goto fail;
-	if (exp != 0 && buf_printf(&b, "e%" PRId64, exp) != IDEM_OK)
+	if (d->exp != 0 && buf_printf(&b, "e%" PRId64, d->exp) != IDEM_OK)
 		goto fail;
 	return b.data;
 fail:
@@ -475,22 +519,23 @@ fail:
  * Parses a number (RFC 8259 section 6):
  *     [ "-" ] ( "0" / 1-9 *DIGIT ) [ "." 1*DIGIT ] [ ( "e" / "E" )
  *     [ "+" / "-" ] 1*DIGIT ]
- * The exponent is read with saturation, so any number of digits is safe.
+ * The exponent is read with saturation, so any number of its digits is
+ * safe.
  */
 static struct json_value *
 json_parse_number(struct json_parser *ps)
 {
-	const unsigned char *s = ps->p, *ip, *fp = NULL;
-	size_t ni, nf = 0;
-	int neg = 0, eneg = 0;
-	int64_t exp = 0;
+	const unsigned char *s = ps->p;
+	struct json_decimal d;
+	int eneg = 0;
 	struct json_value *v;
 
+	memset(&d, 0, sizeof(d));
 	if (ps->p < ps->end && *ps->p == '-') {
-		neg = 1;
+		d.neg = 1;
 		ps->p++;
 	}
-	ip = ps->p;
+	d.ip = ps->p;
 	if (ps->p >= ps->end || !json_is_digit(*ps->p))
 		return json_fail(ps, JSON_ESYNTAX, "a number needs a digit",
 		    ps->p);
@@ -498,20 +543,23 @@ json_parse_number(struct json_parser *ps)
 		ps->p++;
 		if (ps->p < ps->end && json_is_digit(*ps->p))
 			return json_fail(ps, JSON_ESYNTAX, "a number must "
-			    "not have leading zeros", ip);
+			    "not have leading zeros", d.ip);
 	} else
 		while (ps->p < ps->end && json_is_digit(*ps->p))
 			ps->p++;
-	ni = (size_t)(ps->p - ip);
+	d.ni = (size_t)(ps->p - d.ip);
 
 	if (ps->p < ps->end && *ps->p == '.') {
-		fp = ++ps->p;
+		d.fp = ++ps->p;
 		while (ps->p < ps->end && json_is_digit(*ps->p))
 			ps->p++;
-		if ((nf = (size_t)(ps->p - fp)) == 0)
+		if ((d.nf = (size_t)(ps->p - d.fp)) == 0)
 			return json_fail(ps, JSON_ESYNTAX, "a decimal point "
 			    "must be followed by a digit", ps->p);
 	}
+	if (d.ni + d.nf > JSON_DIGITS_MAX)
+		return json_fail(ps, JSON_ESYNTAX, "a number has too many "
+		    "digits", s);
 
 	if (ps->p < ps->end && (*ps->p == 'e' || *ps->p == 'E')) {
 		ps->p++;
@@ -520,17 +568,17 @@ json_parse_number(struct json_parser *ps)
 		if (ps->p >= ps->end || !json_is_digit(*ps->p))
 			return json_fail(ps, JSON_ESYNTAX, "an exponent "
 			    "needs a digit", ps->p);
-		while (ps->p < ps->end && json_is_digit(*ps->p)) {
-			if (exp <= JSON_EXP_LIMIT)
-				exp = exp * 10 + (*ps->p - '0');
-			ps->p++;
-		}
-		if (exp > JSON_EXP_LIMIT)
-			return json_fail(ps, JSON_ESYNTAX, "the exponent of "
-			    "a number is out of range", s);
+		for (; ps->p < ps->end && json_is_digit(*ps->p); ps->p++)
+			if (d.exp < JSON_EXP_SAT / 10)
+				d.exp = d.exp * 10 + (*ps->p - '0');
+			else
+				d.exp = JSON_EXP_SAT;
 		if (eneg)
-			exp = -exp;
+			d.exp = -d.exp;
 	}
+	if (json_decimal_normalise(&d) != 0)
+		return json_fail(ps, JSON_ESYNTAX, "a number is out of range",
+		    s);
 
 	if ((v = json_new(ps, JSON_NUMBER)) == NULL)
 		return NULL;
@@ -539,8 +587,7 @@ json_parse_number(struct json_parser *ps)
 		goto nomem;
 	memcpy(v->u.num.text, s, v->u.num.len);
 	v->u.num.text[v->u.num.len] = '\0';
-	if ((v->u.num.canon = json_number_canon(neg, ip, ni, fp, nf, exp)) ==
-	    NULL)
+	if ((v->u.num.canon = json_decimal_canon(&d)) == NULL)
 		goto nomem;
 	return v;
 nomem:
@@ -553,7 +600,7 @@ static struct json_value *json_parse_value(struct json_parser *, int);
 static struct json_value *
 json_parse_array(struct json_parser *ps, int depth)
 {
-	struct json_value *v, *item;
+	struct json_value *v, *item, **items;
 	size_t cap = 0;
 
 	if ((v = json_new(ps, JSON_ARRAY)) == NULL)
@@ -567,11 +614,15 @@ json_parse_array(struct json_parser *ps, int depth)
 	for (;;) {
 		if ((item = json_parse_value(ps, depth)) == NULL)
 			goto fail;
-		if (json_grow((void **)&v->u.arr.items, v->u.arr.n, &cap,
-		    sizeof(*v->u.arr.items)) != 0) {
-			json_free(item);
-			json_fail(ps, JSON_ENOMEM, "out of memory", ps->p);
-			goto fail;
+		if (v->u.arr.n == cap) {
+			if ((items = json_grow(v->u.arr.items, &cap,
+			    sizeof(*items))) == NULL) {
+				json_free(item);
+				json_fail(ps, JSON_ENOMEM, "out of memory",
+				    ps->p);
+				goto fail;
+			}
+			v->u.arr.items = items;
 		}
 		v->u.arr.items[v->u.arr.n++] = item;
 		json_skip_ws(ps);
@@ -665,10 +716,14 @@ json_parse_object(struct json_parser *ps, int depth)
 			goto fail;
 		}
 		ps->p++;
-		if (json_grow((void **)&v->u.obj.members, v->u.obj.n, &cap,
-		    sizeof(*v->u.obj.members)) != 0) {
-			json_fail(ps, JSON_ENOMEM, "out of memory", ps->p);
-			goto fail;
+		if (v->u.obj.n == cap) {
+			if ((m = json_grow(v->u.obj.members, &cap,
+			    sizeof(*m))) == NULL) {
+				json_fail(ps, JSON_ENOMEM, "out of memory",
+				    ps->p);
+				goto fail;
+			}
+			v->u.obj.members = m;
 		}
 		/* An empty name still needs its own allocation. */
 		if (buf_reserve(&name, 0) != IDEM_OK) {

@@ -124,10 +124,11 @@ app_route(struct app *a, const struct request *req, struct response *resp)
 {
 	char principal[AUTH_PRINCIPAL_MAX + 1];
 	const char *p = req->path;
+	int get = strcmp(req->method, "GET") == 0 ||
+	    strcmp(req->method, "HEAD") == 0;
 
 	if (strcmp(p, "/healthz") == 0) {
-		if (strcmp(req->method, "GET") != 0 &&
-		    strcmp(req->method, "HEAD") != 0)
+		if (!get)
 			app_method_not_allowed(resp, "GET, HEAD");
 		else
 			pay_healthz(a, resp);
@@ -139,18 +140,18 @@ app_route(struct app *a, const struct request *req, struct response *resp)
 		return;
 	}
 	if (strcmp(p, "/payments") == 0 && strcmp(req->method, "POST") != 0 &&
-	    strcmp(req->method, "GET") != 0) {
-		app_method_not_allowed(resp, "GET, POST");
+	    !get) {
+		app_method_not_allowed(resp, "GET, HEAD, POST");
 		return;
 	}
-	if (strcmp(p, "/payments") != 0 && strcmp(req->method, "GET") != 0) {
-		app_method_not_allowed(resp, "GET");
+	if (strcmp(p, "/payments") != 0 && !get) {
+		app_method_not_allowed(resp, "GET, HEAD");
 		return;
 	}
 	if (app_authenticate(a, req, principal, resp) != 0)
 		return;
 	if (strcmp(p, "/payments") != 0)
-		pay_get(a, p + 10, principal, resp);
+		pay_get(a, req, p + 10, principal, resp);
 	else if (strcmp(req->method, "POST") == 0)
 		pay_post(a, req, principal, resp);
 	else
@@ -194,5 +195,6 @@ app_handle(void *app, enum req_status st, const struct request *req,
 		app_route(a, req, resp);
 	/* Payment data is never to be kept by caches on the way. */
 	resp_header(resp, "Cache-Control", "no-store");
+	resp->head = st == REQ_OK && strcmp(req->method, "HEAD") == 0;
 	app_log(a, req, resp, clock_now_ms() - start);
 }

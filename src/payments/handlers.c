@@ -496,8 +496,8 @@ out:
 }
 
 void
-pay_get(struct app *a, const char *id, const char *scope,
-    struct response *resp)
+pay_get(struct app *a, const struct request *req, const char *id,
+    const char *scope, struct response *resp)
 {
 	struct buf row = BUF_INIT, body = BUF_INIT;
 	const uint8_t *s, *b;
@@ -529,9 +529,15 @@ pay_get(struct app *a, const char *id, const char *scope,
 	buf_append(&body, b, blen);
 	pay_etag(&body, etag);
 	resp_reset(resp);
+	resp_header(resp, "ETag", "%s", etag);
+	/* RFC 9110 section 13.1.2; a payment never changes once made. */
+	if (req->if_none_match != NULL && (strcmp(req->if_none_match,
+	    "*") == 0 || strstr(req->if_none_match, etag) != NULL)) {
+		resp->status = 304;
+		goto out;
+	}
 	resp->status = 200;
 	resp_header(resp, "Content-Type", "application/json");
-	resp_header(resp, "ETag", "%s", etag);
 	buf_append(&resp->body, body.data, body.len);
 out:
 	buf_free(&body);

@@ -35,8 +35,8 @@ int app_ensure_open(struct app *a);
 
 void pay_post(struct app *a, const struct request *req, const char *scope,
     struct response *resp);
-void pay_get(struct app *a, const char *id, const char *scope,
-    struct response *resp);
+void pay_get(struct app *a, const struct request *req, const char *id,
+    const char *scope, struct response *resp);
 void pay_list(struct app *a, const struct request *req, const char *scope,
     struct response *resp);
 void pay_healthz(struct app *a, struct response *resp);

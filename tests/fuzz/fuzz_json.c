@@ -1,0 +1,54 @@
+/*
+ * fuzz_json.c: libFuzzer target for the JSON parser and canonical form.
+ *
+ * Besides not crashing, the canonical form must be a fixed point: for any
+ * x that parses, canonical(x) parses too and canonical(canonical(x)) is
+ * canonical(x) byte for byte.  Otherwise two retries of one request could
+ * fingerprint differently depending on who serialised the body.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "err.h"
+#include "json.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct json_value *v = NULL, *w = NULL;
+	struct buf once = BUF_INIT, twice = BUF_INIT;
+	char err[128];
+	enum json_status st;
+
+	st = json_parse((const char *)data, size, &v, err, sizeof(err));
+	if ((unsigned)st >= JSON_STATUS__MAX)
+		abort();
+	if (st != JSON_OK) {
+		if (v != NULL || memchr(err, '\0', sizeof(err)) == NULL)
+			abort();
+		return 0;
+	}
+	if (json_canonical(v, &once) != IDEM_OK)
+		goto out;
+	if (json_parse(once.data, once.len, &w, err, sizeof(err)) != JSON_OK)
+		abort();
+	if (json_canonical(w, &twice) != IDEM_OK)
+		goto out;
+	if (once.len != twice.len || memcmp(once.data, twice.data,
+	    once.len) != 0)
+		abort();
+	/* Canonical text has no insignificant white space at its ends. */
+	if (once.len == 0 || once.data[0] == ' ' ||
+	    once.data[once.len - 1] == ' ')
+		abort();
+out:
+	json_free(v);
+	json_free(w);
+	buf_free(&once);
+	buf_free(&twice);
+	return 0;
+}

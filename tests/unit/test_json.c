@@ -467,7 +467,7 @@ test_canonical_zero(void)
 {
 	static const char *const zeros[] = {
 		"0", "-0", "0.0", "-0.0", "0e5", "0E-5", "-0.000e+99",
-		"0e999999999",
+		"0e999999999", "-0.0e-99999999999999999999999999",
 	};
 	size_t i;
 
@@ -498,11 +498,18 @@ test_canonical_numbers_differ(void)
 static void
 test_canonical_huge_exponents(void)
 {
-	/* Exponents are exact up to the limit, refused past it. */
+	/*
+	 * Exponents are exact up to the limit, refused past it; the limit
+	 * is on the normalised exponent, so every canonical form reparses.
+	 */
 	JSON_CANON("1e1000000000", "1e1000000000");
-	JSON_CANON("1.5e-1000000000", "15e-1000000001");
-	JSON_CANON("100e999999999", "1e1000000001");
+	JSON_CANON("-1e-1000000000", "-1e-1000000000");
+	JSON_CANON("15e-1000000000", "15e-1000000000");
+	JSON_CANON("0.01e1000000002", "1e1000000000");
+	JSON_CANON("1000e999999997", "1e1000000000");
 	JSON_EXPECT("1e1000000001", JSON_ESYNTAX);
+	JSON_EXPECT("10e1000000000", JSON_ESYNTAX);
+	JSON_EXPECT("1.5e-1000000000", JSON_ESYNTAX);
 	JSON_EXPECT("1e-99999999999999999999999999999", JSON_ESYNTAX);
 	JSON_EXPECT("1e9223372036854775807", JSON_ESYNTAX);
 	JSON_EXPECT("1e18446744073709551616", JSON_ESYNTAX);
@@ -542,8 +549,8 @@ static void
 test_canonical_is_fixed_point(void)
 {
 	static const char *const docs[] = {
-		"{\"z\":[1.50,-0,\"\\u0001\",{\"b\":null,\"a\":1e-7}],"
-		    "\"a\":\"\\ud83d\\ude00\"}",
+		("{\"z\":[1.50,-0,\"\\u0001\",{\"b\":null,\"a\":1e-7}],"
+		    "\"a\":\"\\ud83d\\ude00\"}"),
 		"[0.1e1, 12e-3, -5E+3, \"x\\\\y\", {}]",
 		"\"\\u2028\"",
 	};

@@ -1,2 +1,311 @@
+/*
+ * Unit tests of the HTTP adapter: reading a request from CGI
+ * meta-variables and a body, writing a CGI response, problem+json.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "err.h"
 #include "harness.h"
-int harness_suites(void) { return 0; }
+#include "problem.h"
+#include "request.h"
+#include "response.h"
+
+/* A request's meta-variables as NAME=value strings, NULL-terminated. */
+struct fake {
+	const char *const *vars;
+	const char *body;
+	size_t off, len;
+	size_t chunk; /* bytes per read, to exercise short reads */
+};
+
+static const char *
+fake_param(void *ctx, const char *name)
+{
+	struct fake *f = ctx;
+	size_t n = strlen(name);
+	const char *const *v;
+
+	for (v = f->vars; *v != NULL; v++)
+		if (strncmp(*v, name, n) == 0 && (*v)[n] == '=')
+			return *v + n + 1;
+	return NULL;
+}
+
+static long
+fake_read(void *ctx, void *buf, size_t len)
+{
+	struct fake *f = ctx;
+	size_t n = f->len - f->off;
+
+	if (n > len)
+		n = len;
+	if (f->chunk > 0 && n > f->chunk)
+		n = f->chunk;
+	memcpy(buf, f->body + f->off, n);
+	f->off += n;
+	return (long)n;
+}
+
+static enum req_status
+fake_request(struct request *r, const char *const *vars, const char *body,
+    size_t limit, const char *mount)
+{
+	struct fake f = { vars, body, 0, body ? strlen(body) : 0, 3 };
+
+	return req_read(r, fake_param, &f, fake_read, &f, limit, mount);
+}
+
+static void
+test_read_full(void)
+{
+	const char *vars[] = { "REQUEST_METHOD=POST", "SCRIPT_NAME=",
+	    "PATH_INFO=/payments", "QUERY_STRING=a=1",
+	    "CONTENT_TYPE=application/json", "CONTENT_LENGTH=11",
+	    "HTTP_IDEMPOTENCY_KEY=\"k\"", "HTTP_AUTHORIZATION=Bearer x",
+	    "REMOTE_ADDR=127.0.0.1", NULL };
+	struct request r;
+
+	HARNESS_EQ(fake_request(&r, vars, "{\"a\": 1.50}", 100, NULL), REQ_OK);
+	CU_ASSERT_STRING_EQUAL(r.method, "POST");
+	CU_ASSERT_STRING_EQUAL(r.path, "/payments");
+	CU_ASSERT_STRING_EQUAL(r.query, "a=1");
+	CU_ASSERT_STRING_EQUAL(r.idempotency_key, "\"k\"");
+	CU_ASSERT_STRING_EQUAL(r.authorization, "Bearer x");
+	CU_ASSERT_PTR_NULL(r.remote_user);
+	HARNESS_EQ(r.body.len, 11);
+	CU_ASSERT_NSTRING_EQUAL(r.body.data, "{\"a\": 1.50}", 11);
+	req_free(&r);
+}
+
+static void
+test_read_path_joins_script_name(void)
+{
+	const char *vars[] = { "REQUEST_METHOD=GET", "SCRIPT_NAME=/payments",
+	    "PATH_INFO=/pay_1", NULL };
+	struct request r;
+
+	HARNESS_EQ(fake_request(&r, vars, NULL, 100, NULL), REQ_OK);
+	CU_ASSERT_STRING_EQUAL(r.path, "/payments/pay_1");
+	CU_ASSERT_STRING_EQUAL(r.query, "");
+	req_free(&r);
+}
+
+static void
+test_read_mount_stripped_only_at_boundary(void)
+{
+	const char *a[] = { "REQUEST_METHOD=GET", "SCRIPT_NAME=/api",
+	    "PATH_INFO=/payments", NULL };
+	const char *b[] = { "REQUEST_METHOD=GET", "SCRIPT_NAME=/apix/payments",
+	    NULL };
+	struct request r;
+
+	HARNESS_EQ(fake_request(&r, a, NULL, 100, "/api"), REQ_OK);
+	CU_ASSERT_STRING_EQUAL(r.path, "/payments");
+	req_free(&r);
+	HARNESS_EQ(fake_request(&r, b, NULL, 100, "/api"), REQ_OK);
+	CU_ASSERT_STRING_EQUAL(r.path, "/apix/payments");
+	req_free(&r);
+}
+
+static void
+test_read_too_large_before_reading(void)
+{
+	const char *vars[] = { "REQUEST_METHOD=POST", "PATH_INFO=/payments",
+	    "CONTENT_LENGTH=101", NULL };
+	struct request r;
+
+	/* The declared length alone decides: no body byte is read. */
+	HARNESS_EQ(fake_request(&r, vars, "", 100, NULL), REQ_TOO_LARGE);
+	req_free(&r);
+}
+
+static void
+test_read_limit_is_inclusive(void)
+{
+	const char *vars[] = { "REQUEST_METHOD=POST", "PATH_INFO=/payments",
+	    "CONTENT_LENGTH=4", NULL };
+	struct request r;
+
+	HARNESS_EQ(fake_request(&r, vars, "1234", 4, NULL), REQ_OK);
+	HARNESS_EQ(r.body.len, 4);
+	req_free(&r);
+}
+
+static void
+test_read_short_body(void)
+{
+	const char *vars[] = { "REQUEST_METHOD=POST", "PATH_INFO=/payments",
+	    "CONTENT_LENGTH=40", NULL };
+	struct request r;
+
+	HARNESS_EQ(fake_request(&r, vars, "{}", 100, NULL), REQ_SHORT_BODY);
+	req_free(&r);
+}
+
+static void
+test_read_bad_lengths(void)
+{
+	static const char *const bad[] = { "CONTENT_LENGTH=-1",
+	    "CONTENT_LENGTH=1e3", "CONTENT_LENGTH= 5", "CONTENT_LENGTH=5 ",
+	    "CONTENT_LENGTH=0x10", "CONTENT_LENGTH=99999999999999999999999",
+	    NULL };
+	const char *vars[] = { "REQUEST_METHOD=POST", NULL, NULL };
+	struct request r;
+	size_t i;
+
+	for (i = 0; bad[i] != NULL; i++) {
+		vars[1] = bad[i];
+		HARNESS_EQ(fake_request(&r, vars, "12345", 100, NULL),
+		    REQ_BAD_LENGTH);
+		req_free(&r);
+	}
+}
+
+static void
+test_read_bad_method(void)
+{
+	const char *none[] = { "PATH_INFO=/payments", NULL };
+	const char *lower[] = { "REQUEST_METHOD=post", NULL };
+	struct request r;
+
+	HARNESS_EQ(fake_request(&r, none, NULL, 100, NULL), REQ_BAD_METHOD);
+	req_free(&r);
+	HARNESS_EQ(fake_request(&r, lower, NULL, 100, NULL), REQ_BAD_METHOD);
+	req_free(&r);
+}
+
+static void
+test_parse_length(void)
+{
+	size_t n = 7;
+
+	HARNESS_EQ(req_parse_length("0", &n), 0);
+	HARNESS_EQ(n, 0);
+	HARNESS_EQ(req_parse_length("65536", &n), 0);
+	HARNESS_EQ(n, 65536);
+	HARNESS_EQ(req_parse_length("", &n), -1);
+	HARNESS_EQ(req_parse_length("+1", &n), -1);
+	HARNESS_EQ(req_parse_length(NULL, &n), -1);
+}
+
+static void
+test_is_json(void)
+{
+	CU_ASSERT_TRUE(req_is_json("application/json"));
+	CU_ASSERT_TRUE(req_is_json("application/json; charset=utf-8"));
+	CU_ASSERT_TRUE(req_is_json("Application/JSON"));
+	CU_ASSERT_TRUE(req_is_json("application/merge-patch+json"));
+	CU_ASSERT_FALSE(req_is_json("text/plain"));
+	CU_ASSERT_FALSE(req_is_json("application/jsonx"));
+	CU_ASSERT_FALSE(req_is_json("+json"));
+	CU_ASSERT_FALSE(req_is_json(NULL));
+}
+
+static int
+collect(void *ctx, const void *data, size_t len)
+{
+	return buf_append(ctx, data, len) == IDEM_OK ? 0 : -1;
+}
+
+static void
+test_write_cgi_response(void)
+{
+	struct response r;
+	struct buf out = BUF_INIT;
+
+	resp_init(&r);
+	r.status = 201;
+	CU_ASSERT_EQUAL(resp_header(&r, "Location", "/payments/%s", "p1"),
+	    IDEM_OK);
+	CU_ASSERT_EQUAL(resp_header(&r, "location", "/payments/%s", "p2"),
+	    IDEM_OK);
+	buf_puts(&r.body, "{}");
+	HARNESS_EQ(resp_write(&r, collect, &out), IDEM_OK);
+	CU_ASSERT_STRING_EQUAL(out.data, "Status: 201 Created\r\n"
+	    "Location: /payments/p2\r\nContent-Length: 2\r\n\r\n{}");
+	buf_free(&out);
+	resp_free(&r);
+}
+
+static void
+test_header_refuses_line_breaks(void)
+{
+	struct response r;
+
+	resp_init(&r);
+	HARNESS_EQ(resp_header(&r, "X", "a\r\nSet-Cookie: b"), IDEM_EINVAL);
+	CU_ASSERT_PTR_NULL(resp_get_header(&r, "X"));
+	resp_free(&r);
+}
+
+static void
+test_problem_json(void)
+{
+	struct response r;
+	cJSON *o;
+
+	resp_init(&r);
+	problem_set_base("https://idem.example/problems/");
+	HARNESS_EQ(problem_build(&r, PROBLEM_KEY_REUSED, "key \"%s\"", "k"),
+	    IDEM_OK);
+	HARNESS_EQ(r.status, 422);
+	CU_ASSERT_STRING_EQUAL(resp_get_header(&r, "Content-Type"),
+	    "application/problem+json");
+	o = cJSON_ParseWithLength(r.body.data, r.body.len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(o, "type")->valuestring,
+	    "https://idem.example/problems/key-reused.html");
+	CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(o, "detail")->valuestring,
+	    "key \"k\"");
+	HARNESS_EQ(cJSON_GetObjectItem(o, "status")->valueint, 422);
+	CU_ASSERT_PTR_NOT_NULL(cJSON_GetObjectItem(o, "title"));
+	cJSON_Delete(o);
+	problem_set_base("/problems/");
+	resp_free(&r);
+}
+
+static void
+test_problem_table_complete(void)
+{
+	int p;
+
+	for (p = 0; p < PROBLEM__MAX; p++) {
+		CU_ASSERT_PTR_NOT_NULL(problem_slug(p));
+		CU_ASSERT_TRUE(problem_status(p) >= 400 &&
+		    problem_status(p) < 600);
+	}
+}
+
+int
+harness_suites(void)
+{
+	CU_pSuite s;
+
+	if ((s = CU_add_suite("request", NULL, NULL)) == NULL)
+		return -1;
+	CU_add_test(s, "reads a full request", test_read_full);
+	CU_add_test(s, "path joins SCRIPT_NAME and PATH_INFO",
+	    test_read_path_joins_script_name);
+	CU_add_test(s, "mount stripped only at a boundary",
+	    test_read_mount_stripped_only_at_boundary);
+	CU_add_test(s, "too large refused before reading",
+	    test_read_too_large_before_reading);
+	CU_add_test(s, "limit is inclusive", test_read_limit_is_inclusive);
+	CU_add_test(s, "short body", test_read_short_body);
+	CU_add_test(s, "bad Content-Length values", test_read_bad_lengths);
+	CU_add_test(s, "bad method", test_read_bad_method);
+	CU_add_test(s, "parse length", test_parse_length);
+	CU_add_test(s, "JSON media types", test_is_json);
+	if ((s = CU_add_suite("response", NULL, NULL)) == NULL)
+		return -1;
+	CU_add_test(s, "CGI response format", test_write_cgi_response);
+	CU_add_test(s, "header refuses line breaks",
+	    test_header_refuses_line_breaks);
+	CU_add_test(s, "problem+json body", test_problem_json);
+	CU_add_test(s, "problem table complete", test_problem_table_complete);
+	return 0;
+}

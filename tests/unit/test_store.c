@@ -1,2 +1,1032 @@
+/*
+ * test_store.c: the LMDB store.
+ *
+ * Each test gets a fresh directory and store, and a clock of its own:
+ * times are passed explicitly, so leases and expiries are stepped over
+ * without sleeping.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "buf.h"
+#include "crypto.h"
+#include "engine.h"
+#include "err.h"
+#include "record.h"
+#include "store.h"
+
 #include "harness.h"
-int harness_suites(void) { return 0; }
+
+#define T0 1700000000000ULL
+#define LEASE 30000ULL
+#define TTL 86400000ULL
+
+static char dir[512];
+static struct store *st;
+
+static uint8_t fp_a[FP_SIZE];
+static uint8_t fp_b[FP_SIZE];
+
+static const uint8_t body_bin[] = {
+	'{', '"', 'i', 'd', '"', ':', 0, 0xff, 0x00, 0x7f, '}', 0
+};
+
+static int
+suite_init(void)
+{
+	if (crypto_init() != IDEM_OK)
+		return -1;
+	memset(fp_a, 0x11, sizeof(fp_a));
+	memset(fp_b, 0x11, sizeof(fp_b));
+	fp_b[FP_SIZE - 1] = 0x12;
+	return 0;
+}
+
+static void
+store_up(void)
+{
+	struct store_config cfg = { NULL, 0, 0 };
+
+	harness_mkdtemp(dir, sizeof(dir));
+	cfg.dir = dir;
+	st = NULL;
+	if (store_open(&cfg, &st) != IDEM_OK) {
+		fprintf(stderr, "store_open %s failed\n", dir);
+		st = NULL;
+	}
+}
+
+static void
+store_down(void)
+{
+	store_close(st);
+	st = NULL;
+	harness_rmdir(dir);
+}
+
+static void
+tok(uint8_t t[REC_TOKEN_SIZE], int n)
+{
+	memset(t, n, REC_TOKEN_SIZE);
+}
+
+static void
+response(struct rec_response *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->status = 201;
+	r->nheaders = 3;
+	r->headers[0].name = "Content-Type";
+	r->headers[0].value = "application/json";
+	r->headers[1].name = "Location";
+	r->headers[1].value = "/payments/pay_1";
+	r->headers[2].name = "ETag";
+	r->headers[2].value = "\"v1\"";
+	r->body = (uint8_t *)body_bin;
+	r->bodylen = sizeof(body_bin);
+}
+
+static void
+assert_response(const struct rec_response *got)
+{
+	HARNESS_EQ(got->status, 201);
+	HARNESS_EQ(got->nheaders, 3);
+	if (got->nheaders == 3) {
+		CU_ASSERT_STRING_EQUAL(got->headers[0].name, "Content-Type");
+		CU_ASSERT_STRING_EQUAL(got->headers[0].value,
+		    "application/json");
+		CU_ASSERT_STRING_EQUAL(got->headers[1].name, "Location");
+		CU_ASSERT_STRING_EQUAL(got->headers[1].value,
+		    "/payments/pay_1");
+		CU_ASSERT_STRING_EQUAL(got->headers[2].value, "\"v1\"");
+	}
+	HARNESS_EQ(got->bodylen, sizeof(body_bin));
+	if (got->bodylen == sizeof(body_bin))
+		CU_ASSERT(memcmp(got->body, body_bin, sizeof(body_bin)) == 0);
+}
+
+/* Claims (scope, key) and returns the decision; the record is dropped. */
+static int
+claim(struct store *s, const char *scope, const char *key, const uint8_t *fp,
+    int token, uint64_t now, uint32_t *retry_after)
+{
+	struct store_claim c;
+	uint8_t t[REC_TOKEN_SIZE];
+	int rc;
+
+	tok(t, token);
+	if ((rc = store_claim(s, scope, key, fp, t, now, LEASE, TTL, &c)) !=
+	    IDEM_OK)
+		return -rc;
+	if (retry_after != NULL)
+		*retry_after = c.retry_after;
+	rec_free(&c.rec);
+	return (int)c.decision;
+}
+
+static int
+complete(struct store *s, const char *scope, const char *key, int token,
+    uint64_t now)
+{
+	struct rec_response r;
+	uint8_t t[REC_TOKEN_SIZE];
+
+	tok(t, token);
+	response(&r);
+	return store_complete(s, scope, key, t, &r, NULL, 0, now);
+}
+
+static void
+test_claim_fresh(void)
+{
+	struct store_claim c;
+	struct rec r;
+	uint8_t t[REC_TOKEN_SIZE];
+	size_t n;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	tok(t, 1);
+	HARNESS_EQ(store_lookup(st, "acct", "k1", &r), IDEM_ENOTFOUND);
+	HARNESS_EQ(store_claim(st, "acct", "k1", fp_a, t, T0, LEASE, TTL, &c),
+	    IDEM_OK);
+	HARNESS_EQ(c.decision, ENGINE_CLAIM);
+	HARNESS_EQ(c.rec.state, REC_IN_PROGRESS);
+	HARNESS_EQ(c.rec.attempts, 1);
+	CU_ASSERT(c.rec.created_ms == T0);
+	CU_ASSERT(c.rec.lease_ms == T0 + LEASE);
+	CU_ASSERT(c.rec.expires_ms == T0 + TTL);
+	CU_ASSERT(memcmp(c.rec.token, t, REC_TOKEN_SIZE) == 0);
+	rec_free(&c.rec);
+
+	HARNESS_EQ(store_lookup(st, "acct", "k1", &r), IDEM_OK);
+	HARNESS_EQ(r.state, REC_IN_PROGRESS);
+	CU_ASSERT(memcmp(r.fp, fp_a, FP_SIZE) == 0);
+	CU_ASSERT(memcmp(r.token, t, REC_TOKEN_SIZE) == 0);
+	CU_ASSERT(r.expires_ms == T0 + TTL);
+	rec_free(&r);
+	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(n, 1);
+}
+
+static void
+test_claim_conflict(void)
+{
+	struct store_claim c;
+	struct rec r;
+	uint8_t t[REC_TOKEN_SIZE];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	tok(t, 2);
+	HARNESS_EQ(store_claim(st, "acct", "k", fp_a, t, T0 + 5000, LEASE,
+	    TTL, &c), IDEM_OK);
+	HARNESS_EQ(c.decision, ENGINE_CONFLICT);
+	HARNESS_EQ(c.retry_after, 25);
+	/* The record is the first claimant's, and was not rewritten. */
+	tok(t, 1);
+	CU_ASSERT(memcmp(c.rec.token, t, REC_TOKEN_SIZE) == 0);
+	rec_free(&c.rec);
+	HARNESS_EQ(store_lookup(st, "acct", "k", &r), IDEM_OK);
+	CU_ASSERT(memcmp(r.token, t, REC_TOKEN_SIZE) == 0);
+	CU_ASSERT(r.lease_ms == T0 + LEASE);
+	HARNESS_EQ(r.attempts, 1);
+	rec_free(&r);
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 3, T0 + LEASE - 1, NULL),
+	    ENGINE_CONFLICT);
+}
+
+static void
+test_claim_mismatch(void)
+{
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(claim(st, "acct", "k", fp_b, 2, T0 + 1, NULL),
+	    ENGINE_MISMATCH);
+	HARNESS_EQ(complete(st, "acct", "k", 1, T0 + 2), IDEM_OK);
+	HARNESS_EQ(claim(st, "acct", "k", fp_b, 2, T0 + 3, NULL),
+	    ENGINE_MISMATCH);
+	/* Even after the lease: a mismatch is never a take-over. */
+	HARNESS_EQ(claim(st, "acct", "k", fp_b, 2, T0 + LEASE * 10, NULL),
+	    ENGINE_MISMATCH);
+}
+
+static void
+test_complete_replay(void)
+{
+	struct store_claim c;
+	struct rec r;
+	uint8_t t[REC_TOKEN_SIZE], zero[REC_TOKEN_SIZE];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	memset(zero, 0, sizeof(zero));
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(complete(st, "acct", "k", 1, T0 + 100), IDEM_OK);
+
+	HARNESS_EQ(store_lookup(st, "acct", "k", &r), IDEM_OK);
+	HARNESS_EQ(r.state, REC_COMPLETED);
+	CU_ASSERT(memcmp(r.token, zero, REC_TOKEN_SIZE) == 0);
+	assert_response(&r.resp);
+	rec_free(&r);
+
+	tok(t, 9);
+	HARNESS_EQ(store_claim(st, "acct", "k", fp_a, t, T0 + 200, LEASE, TTL,
+	    &c), IDEM_OK);
+	HARNESS_EQ(c.decision, ENGINE_REPLAY);
+	HARNESS_EQ(c.retry_after, 0);
+	assert_response(&c.rec.resp);
+	rec_free(&c.rec);
+	/* Completing twice is not possible: the claim is nobody's now. */
+	HARNESS_EQ(complete(st, "acct", "k", 1, T0 + 300), IDEM_ELOST);
+}
+
+static void
+test_release_then_claim(void)
+{
+	struct store_claim c;
+	struct rec r;
+	uint8_t t[REC_TOKEN_SIZE];
+	size_t n;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	tok(t, 1);
+	HARNESS_EQ(store_release(st, "acct", "k", t), IDEM_OK);
+	HARNESS_EQ(store_lookup(st, "acct", "k", &r), IDEM_ENOTFOUND);
+	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(n, 0);
+	HARNESS_EQ(store_release(st, "acct", "k", t), IDEM_ELOST);
+
+	tok(t, 2);
+	HARNESS_EQ(store_claim(st, "acct", "k", fp_b, t, T0 + 1, LEASE, TTL,
+	    &c), IDEM_OK);
+	HARNESS_EQ(c.decision, ENGINE_CLAIM);
+	HARNESS_EQ(c.rec.attempts, 1);
+	rec_free(&c.rec);
+	/* The released claim's expiry entry went with it. */
+	HARNESS_EQ(store_purge(st, UINT64_MAX, 100, &n), IDEM_OK);
+	HARNESS_EQ(n, 1);
+}
+
+static void
+test_takeover_keeps_checkpoint(void)
+{
+	struct store_claim c;
+	uint8_t t[REC_TOKEN_SIZE];
+	static const uint8_t cp[] = { 'c', 0, 'p', 0xff };
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	tok(t, 1);
+	HARNESS_EQ(store_checkpoint(st, "acct", "k", t, 2, cp, sizeof(cp),
+	    T0 + 1000, LEASE), IDEM_OK);
+	/* The checkpoint renewed the lease to T0 + 1000 + LEASE. */
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 2, T0 + LEASE + 500, NULL),
+	    ENGINE_CONFLICT);
+
+	tok(t, 2);
+	HARNESS_EQ(store_claim(st, "acct", "k", fp_a, t, T0 + 1000 + LEASE,
+	    LEASE, TTL, &c), IDEM_OK);
+	HARNESS_EQ(c.decision, ENGINE_TAKEOVER);
+	HARNESS_EQ(c.rec.attempts, 2);
+	HARNESS_EQ(c.rec.stage, 2);
+	HARNESS_EQ(c.rec.cplen, sizeof(cp));
+	if (c.rec.cplen == sizeof(cp))
+		CU_ASSERT(memcmp(c.rec.cp, cp, sizeof(cp)) == 0);
+	CU_ASSERT(memcmp(c.rec.token, t, REC_TOKEN_SIZE) == 0);
+	CU_ASSERT(c.rec.lease_ms == T0 + 1000 + 2 * LEASE);
+	/* A take-over resumes the request; its lifetime does not restart. */
+	CU_ASSERT(c.rec.expires_ms == T0 + TTL);
+	CU_ASSERT(c.rec.created_ms == T0);
+	rec_free(&c.rec);
+}
+
+static void
+test_old_token_lost(void)
+{
+	struct rec_response resp;
+	struct store_put put = { STORE_PAYMENTS, "pay_1", 5, "row", 3 };
+	struct rec r;
+	struct buf b = BUF_INIT;
+	uint8_t old[REC_TOKEN_SIZE];
+	const uint64_t later = T0 + LEASE;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 2, later, NULL),
+	    ENGINE_TAKEOVER);
+	tok(old, 1);
+	response(&resp);
+	HARNESS_EQ(store_checkpoint(st, "acct", "k", old, 5, "x", 1, later,
+	    LEASE), IDEM_ELOST);
+	HARNESS_EQ(store_complete(st, "acct", "k", old, &resp, &put, 1, later),
+	    IDEM_ELOST);
+	HARNESS_EQ(store_release(st, "acct", "k", old), IDEM_ELOST);
+	HARNESS_EQ(store_abandon(st, "acct", "k", old, later), IDEM_ELOST);
+
+	/* None of them wrote anything. */
+	HARNESS_EQ(store_lookup(st, "acct", "k", &r), IDEM_OK);
+	HARNESS_EQ(r.state, REC_IN_PROGRESS);
+	HARNESS_EQ(r.stage, 0);
+	HARNESS_EQ(r.attempts, 2);
+	CU_ASSERT(r.lease_ms == later + LEASE);
+	rec_free(&r);
+	HARNESS_EQ(store_get(st, STORE_PAYMENTS, "pay_1", 5, &b),
+	    IDEM_ENOTFOUND);
+	/* The new owner still holds it. */
+	HARNESS_EQ(complete(st, "acct", "k", 2, later + 1), IDEM_OK);
+	buf_free(&b);
+}
+
+static void
+test_abandon_then_takeover(void)
+{
+	struct rec r;
+	uint8_t t[REC_TOKEN_SIZE];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	tok(t, 1);
+	HARNESS_EQ(store_checkpoint(st, "acct", "k", t, 7, "cp", 2, T0 + 10,
+	    LEASE), IDEM_OK);
+	HARNESS_EQ(store_abandon(st, "acct", "k", t, T0 + 20), IDEM_OK);
+	HARNESS_EQ(store_lookup(st, "acct", "k", &r), IDEM_OK);
+	CU_ASSERT(r.lease_ms == T0 + 20);
+	HARNESS_EQ(r.stage, 7);
+	HARNESS_EQ(r.cplen, 2);
+	rec_free(&r);
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 2, T0 + 20, NULL),
+	    ENGINE_TAKEOVER);
+}
+
+static void
+test_complete_puts_atomic(void)
+{
+	struct rec_response resp;
+	struct store_put puts[2] = {
+		{ STORE_PAYMENTS, "pay_1", 5, "{\"amount\":1}", 12 },
+		{ STORE_BY_ACCOUNT, "acct\0t1", 7, "pay_1", 5 },
+	};
+	struct buf b = BUF_INIT;
+	uint8_t t[REC_TOKEN_SIZE];
+	size_t n;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	response(&resp);
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	tok(t, 2);
+	HARNESS_EQ(store_complete(st, "acct", "k", t, &resp, puts, 2, T0 + 1),
+	    IDEM_ELOST);
+	HARNESS_EQ(store_count(st, STORE_PAYMENTS, &n), IDEM_OK);
+	HARNESS_EQ(n, 0);
+	HARNESS_EQ(store_count(st, STORE_BY_ACCOUNT, &n), IDEM_OK);
+	HARNESS_EQ(n, 0);
+
+	tok(t, 1);
+	HARNESS_EQ(store_complete(st, "acct", "k", t, &resp, puts, 2, T0 + 1),
+	    IDEM_OK);
+	HARNESS_EQ(store_get(st, STORE_PAYMENTS, "pay_1", 5, &b), IDEM_OK);
+	HARNESS_EQ(b.len, 12);
+	CU_ASSERT(memcmp(b.data, "{\"amount\":1}", 12) == 0);
+	buf_reset(&b);
+	HARNESS_EQ(store_get(st, STORE_BY_ACCOUNT, "acct\0t1", 7, &b),
+	    IDEM_OK);
+	CU_ASSERT(b.len == 5 && memcmp(b.data, "pay_1", 5) == 0);
+	buf_free(&b);
+}
+
+/* An invalid put fails the whole completion: no half of it lands. */
+static void
+test_complete_bad_put_writes_nothing(void)
+{
+	struct rec_response resp;
+	struct store_put puts[2] = {
+		{ STORE_PAYMENTS, "pay_1", 5, "row", 3 },
+		{ STORE_LEDGER, "", 0, "x", 1 },
+	};
+	struct rec r;
+	uint8_t t[REC_TOKEN_SIZE];
+	size_t n;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	response(&resp);
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	tok(t, 1);
+	HARNESS_EQ(store_complete(st, "acct", "k", t, &resp, puts, 2, T0 + 1),
+	    IDEM_EINVAL);
+	HARNESS_EQ(store_count(st, STORE_PAYMENTS, &n), IDEM_OK);
+	HARNESS_EQ(n, 0);
+	HARNESS_EQ(store_lookup(st, "acct", "k", &r), IDEM_OK);
+	HARNESS_EQ(r.state, REC_IN_PROGRESS);
+	rec_free(&r);
+	/* A response the codec refuses leaves everything as it was, too. */
+	resp.status = 7;
+	HARNESS_EQ(store_complete(st, "acct", "k", t, &resp, puts, 1, T0 + 1),
+	    IDEM_EINVAL);
+	HARNESS_EQ(store_count(st, STORE_PAYMENTS, &n), IDEM_OK);
+	HARNESS_EQ(n, 0);
+}
+
+static void
+test_expired_completed_claims_fresh(void)
+{
+	struct store_claim c;
+	uint8_t t[REC_TOKEN_SIZE];
+	size_t n;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(complete(st, "acct", "k", 1, T0 + 1), IDEM_OK);
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 2, T0 + TTL - 1, NULL),
+	    ENGINE_REPLAY);
+	tok(t, 3);
+	HARNESS_EQ(store_claim(st, "acct", "k", fp_b, t, T0 + TTL, LEASE, TTL,
+	    &c), IDEM_OK);
+	HARNESS_EQ(c.decision, ENGINE_CLAIM);
+	HARNESS_EQ(c.rec.state, REC_IN_PROGRESS);
+	HARNESS_EQ(c.rec.attempts, 1);
+	CU_ASSERT(c.rec.created_ms == T0 + TTL);
+	CU_ASSERT(c.rec.expires_ms == T0 + 2 * TTL);
+	CU_ASSERT(memcmp(c.rec.fp, fp_b, FP_SIZE) == 0);
+	rec_free(&c.rec);
+	/*
+	 * The old expiry entry went with the old record: a purge between the
+	 * two expiries has nothing to do, and the fresh claim survives it.
+	 */
+	HARNESS_EQ(store_purge(st, T0 + TTL + LEASE + 1, 100, &n), IDEM_OK);
+	HARNESS_EQ(n, 0);
+	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(n, 1);
+}
+
+static void
+test_purge_batches(void)
+{
+	char key[32];
+	size_t n, total = 0;
+	int i, calls = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	/* Keys 0..9 claimed at T0 + i; each expires at T0 + i + TTL. */
+	for (i = 0; i < 10; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		HARNESS_EQ(claim(st, "acct", key, fp_a, 1, T0 + i, NULL),
+		    ENGINE_CLAIM);
+		if (i % 2 == 0)
+			HARNESS_EQ(complete(st, "acct", key, 1, T0 + i + 1),
+			    IDEM_OK);
+	}
+	HARNESS_EQ(store_purge(st, T0 + TTL - 1, 100, &n), IDEM_OK);
+	HARNESS_EQ(n, 0);
+	/* Now keys 0..6 have expired, in progress or not. */
+	do {
+		HARNESS_EQ(store_purge(st, T0 + TTL + 6, 3, &n), IDEM_OK);
+		CU_ASSERT(n <= 3);
+		total += n;
+		calls++;
+	} while (n > 0 && calls < 10);
+	HARNESS_EQ(total, 7);
+	HARNESS_EQ(calls, 4);
+	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(n, 3);
+	for (i = 0; i < 10; i++) {
+		struct rec r;
+
+		snprintf(key, sizeof(key), "k%d", i);
+		HARNESS_EQ(store_lookup(st, "acct", key, &r),
+		    i < 7 ? IDEM_ENOTFOUND : IDEM_OK);
+		rec_free(&r);
+	}
+	HARNESS_EQ(store_purge(st, UINT64_MAX, 0, &n), IDEM_OK);
+	HARNESS_EQ(n, 0);
+}
+
+/* A claim whose lease outlives its expiry is still running: keep it. */
+static void
+test_purge_keeps_live_lease(void)
+{
+	uint8_t t[REC_TOKEN_SIZE];
+	size_t n;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	HARNESS_EQ(claim(st, "acct", "live", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(claim(st, "acct", "dead", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	tok(t, 1);
+	HARNESS_EQ(store_checkpoint(st, "acct", "live", t, 1, NULL, 0,
+	    T0 + TTL - 1, LEASE), IDEM_OK);
+	HARNESS_EQ(store_purge(st, T0 + TTL, 100, &n), IDEM_OK);
+	HARNESS_EQ(n, 1);
+	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(n, 1);
+	/* It completes normally, and a later purge takes it. */
+	HARNESS_EQ(complete(st, "acct", "live", 1, T0 + TTL + 1), IDEM_OK);
+	HARNESS_EQ(store_purge(st, T0 + TTL + 2, 100, &n), IDEM_OK);
+	HARNESS_EQ(n, 1);
+	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(n, 0);
+}
+
+/* Enough entries to span many pages, deleted in several batches. */
+static void
+test_purge_many(void)
+{
+	char key[32];
+	size_t n, total = 0;
+	int i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	for (i = 0; i < 600; i++) {
+		snprintf(key, sizeof(key), "key-%04d", i);
+		HARNESS_EQ(claim(st, i % 2 ? "a" : "b", key, fp_a, 1,
+		    T0 + (uint64_t)(i % 7), NULL), ENGINE_CLAIM);
+	}
+	do {
+		HARNESS_EQ(store_purge(st, T0 + TTL + 3, 100, &n), IDEM_OK);
+		CU_ASSERT(n <= 100);
+		total += n;
+	} while (n > 0);
+	HARNESS_EQ(total, 600 / 7 * 4 + 4);
+	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(n, 600 - total);
+	do {
+		HARNESS_EQ(store_purge(st, UINT64_MAX, 128, &n), IDEM_OK);
+		total += n;
+	} while (n > 0);
+	HARNESS_EQ(total, 600);
+	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(n, 0);
+}
+
+static void
+test_scopes_isolated(void)
+{
+	struct rec r;
+	uint8_t t[REC_TOKEN_SIZE];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	HARNESS_EQ(claim(st, "alice", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(claim(st, "bob", "k", fp_b, 2, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(complete(st, "alice", "k", 1, T0 + 1), IDEM_OK);
+	HARNESS_EQ(store_lookup(st, "bob", "k", &r), IDEM_OK);
+	HARNESS_EQ(r.state, REC_IN_PROGRESS);
+	rec_free(&r);
+	/* Bob's token does nothing to Alice's key, and the other way round. */
+	tok(t, 2);
+	HARNESS_EQ(store_release(st, "bob", "k", t), IDEM_OK);
+	HARNESS_EQ(store_lookup(st, "alice", "k", &r), IDEM_OK);
+	HARNESS_EQ(r.state, REC_COMPLETED);
+	rec_free(&r);
+	tok(t, 1);
+	HARNESS_EQ(store_release(st, "bob", "k", t), IDEM_ELOST);
+
+	/* Concatenations that look alike are different keys. */
+	HARNESS_EQ(claim(st, "ab", "c", fp_a, 3, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(claim(st, "a", "bc", fp_b, 4, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(claim(st, "abc", "k", fp_a, 5, T0, NULL), ENGINE_CLAIM);
+}
+
+static void
+test_insert_once(void)
+{
+	struct buf b = BUF_INIT;
+	size_t n;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	HARNESS_EQ(store_insert_once(st, STORE_LEDGER, "charge:a:k", 10,
+	    "first", 5, &b), IDEM_OK);
+	HARNESS_EQ(b.len, 0);
+	HARNESS_EQ(store_insert_once(st, STORE_LEDGER, "charge:a:k", 10,
+	    "second", 6, &b), IDEM_EEXIST);
+	CU_ASSERT(b.len == 5 && memcmp(b.data, "first", 5) == 0);
+	HARNESS_EQ(store_insert_once(st, STORE_LEDGER, "charge:a:k", 10,
+	    "third", 5, NULL), IDEM_EEXIST);
+	buf_reset(&b);
+	HARNESS_EQ(store_get(st, STORE_LEDGER, "charge:a:k", 10, &b), IDEM_OK);
+	CU_ASSERT(b.len == 5 && memcmp(b.data, "first", 5) == 0);
+	HARNESS_EQ(store_count(st, STORE_LEDGER, &n), IDEM_OK);
+	HARNESS_EQ(n, 1);
+	/* Tables are separate key spaces. */
+	HARNESS_EQ(store_insert_once(st, STORE_PAYMENTS, "charge:a:k", 10,
+	    "p", 1, NULL), IDEM_OK);
+	buf_free(&b);
+}
+
+struct collect {
+	char seen[32][16];
+	size_t n;
+	size_t stop_after;
+};
+
+static int
+collect_fn(void *ctx, const void *key, size_t keylen, const void *val,
+    size_t vallen)
+{
+	struct collect *c = ctx;
+
+	(void)val;
+	(void)vallen;
+	if (c->n < 32 && keylen < 16) {
+		memcpy(c->seen[c->n], key, keylen);
+		c->seen[c->n][keylen] = '\0';
+	}
+	c->n++;
+	return c->stop_after != 0 && c->n >= c->stop_after;
+}
+
+static void
+put_rows(const char *const *keys, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		HARNESS_EQ(store_insert_once(st, STORE_BY_ACCOUNT, keys[i],
+		    strlen(keys[i]), "v", 1, NULL), IDEM_OK);
+}
+
+static void
+test_scan_prefix(void)
+{
+	static const char *const keys[] = {
+		"a", "b", "b1", "b2", "b3", "ba", "c", "c1"
+	};
+	struct collect c;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	put_rows(keys, sizeof(keys) / sizeof(keys[0]));
+	memset(&c, 0, sizeof(c));
+	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "b", 1, 0, 0, collect_fn,
+	    &c), IDEM_OK);
+	HARNESS_EQ(c.n, 5);
+	CU_ASSERT_STRING_EQUAL(c.seen[0], "b");
+	CU_ASSERT_STRING_EQUAL(c.seen[4], "ba");
+
+	memset(&c, 0, sizeof(c));
+	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "b", 1, 1, 0, collect_fn,
+	    &c), IDEM_OK);
+	HARNESS_EQ(c.n, 5);
+	CU_ASSERT_STRING_EQUAL(c.seen[0], "ba");
+	CU_ASSERT_STRING_EQUAL(c.seen[1], "b3");
+	CU_ASSERT_STRING_EQUAL(c.seen[4], "b");
+
+	memset(&c, 0, sizeof(c));
+	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "b", 1, 1, 2, collect_fn,
+	    &c), IDEM_OK);
+	HARNESS_EQ(c.n, 2);
+
+	memset(&c, 0, sizeof(c));
+	c.stop_after = 3;
+	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "b", 1, 0, 0, collect_fn,
+	    &c), IDEM_OK);
+	HARNESS_EQ(c.n, 3);
+
+	/* The last range in the table, and one that matches nothing. */
+	memset(&c, 0, sizeof(c));
+	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "c", 1, 1, 0, collect_fn,
+	    &c), IDEM_OK);
+	HARNESS_EQ(c.n, 2);
+	CU_ASSERT_STRING_EQUAL(c.seen[0], "c1");
+	memset(&c, 0, sizeof(c));
+	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "bb", 2, 1, 0, collect_fn,
+	    &c), IDEM_OK);
+	HARNESS_EQ(c.n, 0);
+	memset(&c, 0, sizeof(c));
+	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "bb", 2, 0, 0, collect_fn,
+	    &c), IDEM_OK);
+	HARNESS_EQ(c.n, 0);
+	memset(&c, 0, sizeof(c));
+	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, NULL, 0, 1, 0, collect_fn,
+	    &c), IDEM_OK);
+	HARNESS_EQ(c.n, 8);
+	CU_ASSERT_STRING_EQUAL(c.seen[0], "c1");
+}
+
+/* The prefix's successor must skip trailing 0xff bytes. */
+static void
+test_scan_reverse_ff(void)
+{
+	static const char *const keys[] = {
+		"a\xff", "a\xff\x01", "a\xff\xff", "a\xff\xff\x02", "b",
+		"\xff", "\xff\xff"
+	};
+	struct collect c;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	put_rows(keys, sizeof(keys) / sizeof(keys[0]));
+	memset(&c, 0, sizeof(c));
+	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "a\xff", 2, 1, 0,
+	    collect_fn, &c), IDEM_OK);
+	HARNESS_EQ(c.n, 4);
+	CU_ASSERT_STRING_EQUAL(c.seen[0], "a\xff\xff\x02");
+	CU_ASSERT_STRING_EQUAL(c.seen[3], "a\xff");
+
+	memset(&c, 0, sizeof(c));
+	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "a\xff\xff", 3, 1, 0,
+	    collect_fn, &c), IDEM_OK);
+	HARNESS_EQ(c.n, 2);
+
+	memset(&c, 0, sizeof(c));
+	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "\xff", 1, 1, 0,
+	    collect_fn, &c), IDEM_OK);
+	HARNESS_EQ(c.n, 2);
+	CU_ASSERT_STRING_EQUAL(c.seen[0], "\xff\xff");
+	memset(&c, 0, sizeof(c));
+	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "\xff\xff", 2, 1, 0,
+	    collect_fn, &c), IDEM_OK);
+	HARNESS_EQ(c.n, 1);
+}
+
+struct each {
+	size_t n, in_progress, completed;
+	int saw_bob;
+};
+
+static int
+each_fn(void *ctx, const char *scope, const char *key, const struct rec *r)
+{
+	struct each *e = ctx;
+
+	e->n++;
+	if (r->state == REC_IN_PROGRESS)
+		e->in_progress++;
+	else
+		e->completed++;
+	if (strcmp(scope, "bob") == 0 && strcmp(key, "k2") == 0)
+		e->saw_bob = 1;
+	return 0;
+}
+
+static void
+test_each_and_count(void)
+{
+	struct each e;
+	size_t n;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	HARNESS_EQ(claim(st, "alice", "k1", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(claim(st, "bob", "k2", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(claim(st, "bob", "k3", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(complete(st, "bob", "k3", 1, T0), IDEM_OK);
+	memset(&e, 0, sizeof(e));
+	HARNESS_EQ(store_each(st, each_fn, &e), IDEM_OK);
+	HARNESS_EQ(e.n, 3);
+	HARNESS_EQ(e.in_progress, 2);
+	HARNESS_EQ(e.completed, 1);
+	HARNESS_EQ(e.saw_bob, 1);
+	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(n, 3);
+	HARNESS_EQ(store_count(st, STORE_PAYMENTS, &n), IDEM_OK);
+	HARNESS_EQ(n, 0);
+	HARNESS_EQ(store_count(st, STORE_TABLE__MAX, &n), IDEM_EINVAL);
+}
+
+static void
+test_bad_arguments(void)
+{
+	struct store_claim c;
+	struct rec r;
+	uint8_t t[REC_TOKEN_SIZE];
+	char big[600];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	tok(t, 1);
+	HARNESS_EQ(store_claim(st, "", "k", fp_a, t, T0, LEASE, TTL, &c),
+	    IDEM_EINVAL);
+	HARNESS_EQ(store_claim(st, "a", "", fp_a, t, T0, LEASE, TTL, &c),
+	    IDEM_EINVAL);
+	HARNESS_EQ(store_claim(st, "a", "k", fp_a, t, T0, 0, TTL, &c),
+	    IDEM_EINVAL);
+	HARNESS_EQ(store_claim(st, "a", "k", fp_a, t, T0, LEASE, 0, &c),
+	    IDEM_EINVAL);
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	HARNESS_EQ(store_claim(st, "a", big, fp_a, t, T0, LEASE, TTL, &c),
+	    IDEM_ETOOBIG);
+	HARNESS_EQ(store_lookup(st, big, "k", &r), IDEM_ETOOBIG);
+	/* The longest key the interface promises (255) with a long scope. */
+	big[255] = '\0';
+	HARNESS_EQ(claim(st, "a-scope-of-some-length", big, fp_a, 1, T0, NULL),
+	    ENGINE_CLAIM);
+	HARNESS_EQ(claim(st, "a", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(store_checkpoint(st, "a", "k", t, 1, big,
+	    REC_MAX_CHECKPOINT + 1, T0, LEASE), IDEM_ETOOBIG);
+}
+
+/* The tiny map below fills after a few dozen records. */
+#define SMALL_MAP (64 * 1024)
+
+static void
+test_map_full(void)
+{
+	struct store_config cfg = { NULL, SMALL_MAP, 0 };
+	struct rec_response resp;
+	struct store_put put = { STORE_PAYMENTS, "pay", 3, NULL, 0 };
+	struct store *s;
+	struct rec r;
+	static const char first[] = "key-000000-padding-padding-padding";
+	char key[64], fdir[512];
+	uint8_t *big, t[REC_TOKEN_SIZE];
+	size_t n;
+	int i, rc = ENGINE_CLAIM, ok = 0;
+
+	harness_mkdtemp(fdir, sizeof(fdir));
+	cfg.dir = fdir;
+	HARNESS_EQ(store_open(&cfg, &s), IDEM_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	for (i = 0; i < 100000 && rc == ENGINE_CLAIM; i++) {
+		snprintf(key, sizeof(key), "key-%06d-padding-padding-padding",
+		    i);
+		rc = claim(s, "scope", key, fp_a, 1, T0, NULL);
+		if (rc == ENGINE_CLAIM)
+			ok++;
+	}
+	HARNESS_EQ(rc, -IDEM_EFULL);
+	CU_ASSERT(ok > 10);
+	/* What failed is not there; what succeeded is intact. */
+	HARNESS_EQ(store_lookup(s, "scope", key, &r), IDEM_ENOTFOUND);
+	HARNESS_EQ(store_count_keys(s, &n), IDEM_OK);
+	HARNESS_EQ(n, ok);
+	HARNESS_EQ(store_lookup(s, "scope", first, &r), IDEM_OK);
+	HARNESS_EQ(r.state, REC_IN_PROGRESS);
+	rec_free(&r);
+
+	/*
+	 * A completion too big for the map, once in its response and once in
+	 * its row (written after the record, in the same transaction):
+	 * neither the record nor the row lands.
+	 */
+	big = calloc(1, SMALL_MAP);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+	response(&resp);
+	resp.body = big;
+	resp.bodylen = SMALL_MAP;
+	put.val = big;
+	put.vallen = 10;
+	tok(t, 1);
+	HARNESS_EQ(store_complete(s, "scope", first, t, &resp, &put, 1,
+	    T0 + 1), IDEM_EFULL);
+	response(&resp);
+	put.vallen = SMALL_MAP;
+	HARNESS_EQ(store_complete(s, "scope", first, t, &resp, &put, 1,
+	    T0 + 1), IDEM_EFULL);
+	HARNESS_EQ(store_lookup(s, "scope", first, &r), IDEM_OK);
+	HARNESS_EQ(r.state, REC_IN_PROGRESS);
+	rec_free(&r);
+	HARNESS_EQ(store_count(s, STORE_PAYMENTS, &n), IDEM_OK);
+	HARNESS_EQ(n, 0);
+
+	/* Purging makes room again. */
+	HARNESS_EQ(store_purge(s, UINT64_MAX, 1000, &n), IDEM_OK);
+	HARNESS_EQ(n, ok);
+	HARNESS_EQ(claim(s, "scope", key, fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	free(big);
+	store_close(s);
+	harness_rmdir(fdir);
+}
+
+static void
+test_reopen_persists(void)
+{
+	struct store_config cfg = { NULL, 0, 0 };
+	struct rec r;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(complete(st, "acct", "k", 1, T0 + 1), IDEM_OK);
+	HARNESS_EQ(store_insert_once(st, STORE_LEDGER, "c", 1, "v", 1, NULL),
+	    IDEM_OK);
+	store_close(st);
+	st = NULL;
+	cfg.dir = dir;
+	HARNESS_EQ(store_open(&cfg, &st), IDEM_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	HARNESS_EQ(store_lookup(st, "acct", "k", &r), IDEM_OK);
+	HARNESS_EQ(r.state, REC_COMPLETED);
+	assert_response(&r.resp);
+	rec_free(&r);
+	HARNESS_EQ(store_insert_once(st, STORE_LEDGER, "c", 1, "w", 1, NULL),
+	    IDEM_EEXIST);
+}
+
+static void
+test_two_handles(void)
+{
+	struct store_config cfg = { NULL, 0, 0 };
+	struct store *s2;
+	struct rec r;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	cfg.dir = dir;
+	HARNESS_EQ(store_open(&cfg, &s2), IDEM_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s2);
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(claim(s2, "acct", "k", fp_a, 2, T0 + 1, NULL),
+	    ENGINE_CONFLICT);
+	HARNESS_EQ(complete(st, "acct", "k", 1, T0 + 2), IDEM_OK);
+	HARNESS_EQ(store_lookup(s2, "acct", "k", &r), IDEM_OK);
+	HARNESS_EQ(r.state, REC_COMPLETED);
+	rec_free(&r);
+	HARNESS_EQ(claim(s2, "acct", "k2", fp_a, 2, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(claim(st, "acct", "k2", fp_b, 3, T0, NULL),
+	    ENGINE_MISMATCH);
+	/* Closing one handle leaves the other working. */
+	store_close(s2);
+	HARNESS_EQ(store_lookup(st, "acct", "k2", &r), IDEM_OK);
+	rec_free(&r);
+	HARNESS_EQ(claim(st, "acct", "k3", fp_a, 3, T0, NULL), ENGINE_CLAIM);
+}
+
+static void
+test_read_only(void)
+{
+	struct store_config cfg = { NULL, 0, 1 };
+	struct store *ro;
+	struct rec r;
+	char missing[600];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	cfg.dir = dir;
+	HARNESS_EQ(store_open(&cfg, &ro), IDEM_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ro);
+	HARNESS_EQ(store_lookup(ro, "acct", "k", &r), IDEM_OK);
+	rec_free(&r);
+	HARNESS_EQ(claim(ro, "acct", "k2", fp_a, 1, T0, NULL), -IDEM_EROFS);
+	HARNESS_EQ(store_insert_once(ro, STORE_LEDGER, "c", 1, "v", 1, NULL),
+	    IDEM_EROFS);
+	store_close(ro);
+
+	snprintf(missing, sizeof(missing), "%s/not/there", dir);
+	cfg.dir = missing;
+	HARNESS_EQ(store_open(&cfg, &ro), IDEM_ENOTFOUND);
+}
+
+static void
+test_open_creates_dir(void)
+{
+	struct store_config cfg = { NULL, 0, 0 };
+	struct store *s;
+	struct stat sb;
+	char nested[600];
+
+	snprintf(nested, sizeof(nested), "%s/a/b/var", dir);
+	cfg.dir = nested;
+	HARNESS_EQ(store_open(&cfg, &s), IDEM_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	HARNESS_EQ(stat(nested, &sb), 0);
+	HARNESS_EQ(sb.st_mode & 0777, 0700);
+	HARNESS_EQ(claim(s, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	store_close(s);
+	cfg.dir = "";
+	HARNESS_EQ(store_open(&cfg, &s), IDEM_EINVAL);
+}
+
+int
+harness_suites(void)
+{
+	static const struct {
+		const char *name;
+		CU_TestFunc fn;
+	} tests[] = {
+		{ "claim fresh", test_claim_fresh },
+		{ "claim again: conflict + retry_after", test_claim_conflict },
+		{ "other fingerprint: mismatch", test_claim_mismatch },
+		{ "complete then replay", test_complete_replay },
+		{ "release then claim afresh", test_release_then_claim },
+		{ "takeover keeps stage and checkpoint",
+		    test_takeover_keeps_checkpoint },
+		{ "old token lost after takeover", test_old_token_lost },
+		{ "abandon then takeover", test_abandon_then_takeover },
+		{ "complete puts commit together", test_complete_puts_atomic },
+		{ "complete with bad put writes nothing",
+		    test_complete_bad_put_writes_nothing },
+		{ "expired completed: claim fresh",
+		    test_expired_completed_claims_fresh },
+		{ "purge in batches", test_purge_batches },
+		{ "purge keeps live lease", test_purge_keeps_live_lease },
+		{ "purge many", test_purge_many },
+		{ "scopes isolated", test_scopes_isolated },
+		{ "insert once", test_insert_once },
+		{ "scan prefix forward and reverse", test_scan_prefix },
+		{ "scan reverse with 0xff prefixes", test_scan_reverse_ff },
+		{ "each and count", test_each_and_count },
+		{ "bad arguments", test_bad_arguments },
+		{ "map full", test_map_full },
+		{ "reopen persists", test_reopen_persists },
+		{ "two handles in one process", test_two_handles },
+		{ "read only", test_read_only },
+		{ "open creates dir 0700", test_open_creates_dir },
+	};
+	CU_pSuite s;
+	size_t i;
+
+	s = CU_add_suite_with_setup_and_teardown("store", suite_init, NULL,
+	    store_up, store_down);
+	if (s == NULL)
+		return -1;
+	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		if (CU_add_test(s, tests[i].name, tests[i].fn) == NULL)
+			return -1;
+	return 0;
+}

@@ -1,0 +1,16 @@
+# A principal is 1..64 characters of [A-Za-z0-9._@-]; any other REMOTE_USER
+# is refused rather than used as a scope.
+
+request spaced: POST /payments
+  env REMOTE_USER=bad user
+  Idempotency-Key: "ru-3"
+  Content-Type: application/json
+  body: {"amount": 100.00, "currency": "BRL"}
+expect: 401
+  problem: unauthorized
+
+request long: like spaced
+  env REMOTE_USER={repeat:65:u}
+expect: 401
+  problem: unauthorized
+check: keys=0 payments=0 charges=0
