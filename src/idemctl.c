@@ -20,6 +20,7 @@
 #include "crypto.h"
 #include "err.h"
 #include "fault.h"
+#include "metrics.h"
 #include "provider.h"
 #include "store.h"
 
@@ -117,6 +118,7 @@ ctl_purge(int argc, char *argv[])
 			ctl_usage();
 	}
 	s = ctl_store(0);
+	metrics_open(ctl_cfg.db_dir);
 	/* Bounded batches keep each write transaction short. */
 	do {
 		if ((rc = store_purge(s, clock_now_ms(), batch, &n)) !=
@@ -127,6 +129,7 @@ ctl_purge(int argc, char *argv[])
 			return 1;
 		}
 		total += n;
+		metrics_add(METRIC_PURGED, n);
 	} while (n == batch);
 	store_close(s);
 	printf("purged: %zu\n", total);

@@ -66,12 +66,27 @@ fault_wait(const char *path)
 	close(fd);
 }
 
-/* Acts on one "action" of a "point:action" entry that named this point. */
+/*
+ * Acts on one "action" of a "point:action" entry that named this point:
+ * kill, killonce=MARKER or wait=FIFO.
+ */
+static int
+fault_path(const char *p, size_t len, char *out, size_t outlen)
+{
+	if (len >= outlen) {
+		fprintf(stderr, "fault: path too long\n");
+		return -1;
+	}
+	memcpy(out, p, len);
+	out[len] = '\0';
+	return 0;
+}
+
 static void
 fault_act(const char *action, size_t len)
 {
 	char path[4096];
-	size_t plen;
+	int fd;
 
 	if (len == 4 && strncmp(action, "kill", 4) == 0) {
 		/*
@@ -81,15 +96,22 @@ fault_act(const char *action, size_t len)
 		raise(SIGKILL);
 		return;
 	}
-	if (len > 5 && strncmp(action, "wait=", 5) == 0) {
-		plen = len - 5;
-		if (plen >= sizeof(path)) {
-			fprintf(stderr, "fault: wait path too long\n");
-			return;
+	if (len > 9 && strncmp(action, "killonce=", 9) == 0) {
+		/*
+		 * Dies only in the first process to get here: the marker file
+		 * is created exclusively, so among many workers sharing one
+		 * environment exactly one dies and the retry goes through.
+		 */
+		if (fault_path(action + 9, len - 9, path, sizeof(path)) == 0 &&
+		    (fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600)) != -1) {
+			close(fd);
+			raise(SIGKILL);
 		}
-		memcpy(path, action + 5, plen);
-		path[plen] = '\0';
-		fault_wait(path);
+		return;
+	}
+	if (len > 5 && strncmp(action, "wait=", 5) == 0) {
+		if (fault_path(action + 5, len - 5, path, sizeof(path)) == 0)
+			fault_wait(path);
 		return;
 	}
 	fprintf(stderr, "fault: unknown action \"%.*s\"\n", (int)len, action);

@@ -6,6 +6,8 @@
  *
  * IDEM_FAULT names one point and what happens there:
  *     IDEM_FAULT=after_claim:kill          the process dies as kill -9 would
+ *     IDEM_FAULT=after_charge:killonce=/m  the first process to get here
+ *                                          (it creates the file /m) dies
  *     IDEM_FAULT=in_provider:wait=/path    block until the fifo at /path
  *                                          is opened for writing and then
  *                                          closed by the test

@@ -7,6 +7,7 @@
 #include "err.h"
 #include "fault.h"
 #include "handlers.h"
+#include "metrics.h"
 #include "problem.h"
 
 int
@@ -41,6 +42,7 @@ app_close(struct app *a)
 	if (a == NULL)
 		return;
 	provider_close(a->provider);
+	metrics_close();
 	store_close(a->store);
 	auth_keys_free(a->keys);
 	free(a);
@@ -54,9 +56,15 @@ app_ensure_open(struct app *a)
 	    a->cfg.provider_latency_ms, a->cfg.provider_fail };
 	int rc;
 
-	if (a->store == NULL && (rc = store_open(&sc, &a->store)) != IDEM_OK) {
-		a->store = NULL;
-		return rc;
+	if (a->store == NULL) {
+		if ((rc = store_open(&sc, &a->store)) != IDEM_OK) {
+			a->store = NULL;
+			return rc;
+		}
+		/* Counting is best effort: a failure leaves it off. */
+		if (metrics_open(a->cfg.db_dir) != IDEM_OK)
+			fprintf(stderr, "idem: metrics off: cannot map %s/"
+			    "metrics\n", a->cfg.db_dir);
 	}
 	if (a->provider == NULL &&
 	    (rc = provider_open(&pc, &a->provider)) != IDEM_OK) {
@@ -66,8 +74,7 @@ app_ensure_open(struct app *a)
 	return IDEM_OK;
 }
 
-/* Maps a request that could not be read to its problem. */
-static void
+void
 app_bad_request(enum req_status st, const struct app *a,
     struct response *resp)
 {
@@ -119,17 +126,32 @@ app_method_not_allowed(struct response *resp, const char *allow)
 	resp_header(resp, "Allow", "%s", allow);
 }
 
+/*
+ * Routes a request.  A body that could not be read (st) is reported only
+ * after the route, the credentials and, for POST /payments, the key were
+ * checked, so the answer names the most basic fault first.
+ */
 static void
-app_route(struct app *a, const struct request *req, struct response *resp)
+app_route(struct app *a, enum req_status st, const struct request *req,
+    struct response *resp)
 {
 	char principal[AUTH_PRINCIPAL_MAX + 1];
 	const char *p = req->path;
 	int get = strcmp(req->method, "GET") == 0 ||
 	    strcmp(req->method, "HEAD") == 0;
 
+	if (strcmp(p, "/metrics") == 0) {
+		if (!get)
+			app_method_not_allowed(resp, "GET, HEAD");
+		else
+			pay_metrics(a, resp);
+		return;
+	}
 	if (strcmp(p, "/healthz") == 0) {
 		if (!get)
 			app_method_not_allowed(resp, "GET, HEAD");
+		else if (st != REQ_OK)
+			app_bad_request(st, a, resp);
 		else
 			pay_healthz(a, resp);
 		return;
@@ -150,10 +172,12 @@ app_route(struct app *a, const struct request *req, struct response *resp)
 	}
 	if (app_authenticate(a, req, principal, resp) != 0)
 		return;
-	if (strcmp(p, "/payments") != 0)
+	if (strcmp(req->method, "POST") == 0)
+		pay_post(a, req, st, principal, resp);
+	else if (st != REQ_OK)
+		app_bad_request(st, a, resp);
+	else if (strcmp(p, "/payments") != 0)
 		pay_get(a, req, p + 10, principal, resp);
-	else if (strcmp(req->method, "POST") == 0)
-		pay_post(a, req, principal, resp);
 	else
 		pay_list(a, req, principal, resp);
 }
@@ -181,6 +205,19 @@ app_log(const struct app *a, const struct request *req,
 	    (unsigned long long)ms);
 }
 
+static void
+app_count(int status, uint64_t ms)
+{
+	metrics_inc(METRIC_REQUESTS);
+	if (status >= 500)
+		metrics_inc(METRIC_RESPONSES_5XX);
+	else if (status >= 400)
+		metrics_inc(METRIC_RESPONSES_4XX);
+	else if (status >= 200 && status < 300)
+		metrics_inc(METRIC_RESPONSES_2XX);
+	metrics_observe_ms(ms);
+}
+
 void
 app_handle(void *app, enum req_status st, const struct request *req,
     struct response *resp)
@@ -189,12 +226,13 @@ app_handle(void *app, enum req_status st, const struct request *req,
 	uint64_t start = clock_now_ms();
 
 	a->outcome = NULL;
-	if (st != REQ_OK)
+	if (st == REQ_BAD_METHOD || st == REQ_NOMEM || req->path == NULL)
 		app_bad_request(st, a, resp);
 	else
-		app_route(a, req, resp);
+		app_route(a, st, req, resp);
 	/* Payment data is never to be kept by caches on the way. */
 	resp_header(resp, "Cache-Control", "no-store");
-	resp->head = st == REQ_OK && strcmp(req->method, "HEAD") == 0;
+	resp->head = req->method != NULL && strcmp(req->method, "HEAD") == 0;
+	app_count(resp->status, clock_now_ms() - start);
 	app_log(a, req, resp, clock_now_ms() - start);
 }

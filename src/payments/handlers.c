@@ -10,6 +10,7 @@
 #include "idem.h"
 #include "json.h"
 #include "key.h"
+#include "metrics.h"
 #include "money.h"
 #include "problem.h"
 
@@ -32,9 +33,32 @@ struct pay_cp {
 	uint64_t created_ms;
 };
 
+/* Ends a claim after a failure that left no side effect: key free again. */
+static void
+pay_release(struct app *a, const char *scope, const char *key,
+    const uint8_t *token)
+{
+	if (store_release(a->store, scope, key, token) == IDEM_OK)
+		metrics_inc(METRIC_RELEASES);
+}
+
+/*
+ * Ends our lease after a failure that may have left a side effect: the
+ * claim and its recovery point stay for the retry to take over.
+ */
+static void
+pay_abandon(struct app *a, const char *scope, const char *key,
+    const uint8_t *token)
+{
+	if (store_abandon(a->store, scope, key, token, clock_now_ms()) ==
+	    IDEM_OK)
+		metrics_inc(METRIC_ABANDONS);
+}
+
 void
 pay_store_error(struct response *resp, int err)
 {
+	metrics_inc(METRIC_STORE_ERRORS);
 	problem_build(resp, PROBLEM_STORE_UNAVAILABLE,
 	    "The payment store cannot be used right now (%s). Nothing was "
 	    "recorded for this request; retry it with the same "
@@ -260,6 +284,7 @@ pay_end_lost_or_failed(struct app *a, int rc, struct response *resp)
 		return;
 	}
 	a->outcome = "lost";
+	metrics_inc(METRIC_LOST);
 	problem_build(resp, PROBLEM_IN_PROGRESS, "This request outlived its "
 	    "lease and another attempt took it over; retry to get that "
 	    "attempt's answer.");
@@ -279,12 +304,13 @@ pay_complete(struct app *a, const char *scope, const char *key,
 	rc = store_complete(a->store, scope, key, token, &rr, puts, nputs,
 	    clock_now_ms());
 	if (rc == IDEM_OK) {
+		metrics_inc(METRIC_COMPLETIONS);
 		fault_point("after_complete");
 		return;
 	}
 	/* A side effect may have happened: keep the claim for a take-over. */
 	if (rc != IDEM_ELOST)
-		store_abandon(a->store, scope, key, token, clock_now_ms());
+		pay_abandon(a, scope, key, token);
 	pay_end_lost_or_failed(a, rc, resp);
 }
 
@@ -305,7 +331,7 @@ pay_succeed(struct app *a, const char *scope, const char *key,
 	    buf_put_u64(&idx, cp->created_ms) != IDEM_OK ||
 	    buf_append(&idx, cp->id, PAY_ID_LEN) != IDEM_OK ||
 	    buf_append(&resp->body, body.data, body.len) != IDEM_OK) {
-		store_abandon(a->store, scope, key, token, clock_now_ms());
+		pay_abandon(a, scope, key, token);
 		problem_build(resp, PROBLEM_INTERNAL, "Out of memory.");
 		goto out;
 	}
@@ -375,9 +401,14 @@ pay_run(struct app *a, const char *scope, const char *key,
 		pay_end_lost_or_failed(a, rc, resp);
 		return;
 	}
-	/* The provider deduplicates on a key derived from ours. */
-	if (asprintf(&pkey, "charge:%s:%s", scope, key) < 0) {
-		store_abandon(a->store, scope, key, c->token, clock_now_ms());
+	/*
+	 * The provider deduplicates on a key derived from ours.  The claim's
+	 * creation time tells this lifetime of the key from a later one (after
+	 * it expired), and is kept across take-overs.
+	 */
+	if (asprintf(&pkey, "charge:%s:%s:%llu", scope, key,
+	    (unsigned long long)c->rec.created_ms) < 0) {
+		pay_abandon(a, scope, key, c->token);
 		problem_build(resp, PROBLEM_INTERNAL, "Out of memory.");
 		return;
 	}
@@ -397,11 +428,25 @@ pay_run(struct app *a, const char *scope, const char *key,
 		pay_complete(a, scope, key, c->token, NULL, 0, resp);
 		break;
 	case PROVIDER_UNAVAILABLE:
-		/* The provider did nothing: the key may be used afresh. */
-		store_release(a->store, scope, key, c->token);
+		/*
+		 * This call did nothing.  The key may be used afresh only if no
+		 * earlier attempt reached the provider either; a take-over of
+		 * one that did keeps the claim, so the retry still finds that
+		 * attempt's charge under the same derived key.
+		 */
+		if (c->rec.stage == PAY_STAGE_STARTED)
+			pay_release(a, scope, key, c->token);
+		else
+			pay_abandon(a, scope, key, c->token);
 		problem_build(resp, PROBLEM_PROVIDER_FAILED, "The payment "
 		    "provider is unavailable and nothing was charged; retry "
 		    "with the same Idempotency-Key.");
+		break;
+	case PROVIDER_KEY_REUSED:
+		/* Cannot happen while fingerprints hold; keep the claim. */
+		pay_abandon(a, scope, key, c->token);
+		problem_build(resp, PROBLEM_INTERNAL, "The payment provider "
+		    "refused the charge's key.");
 		break;
 	case PROVIDER_TIMEOUT:
 	default:
@@ -410,7 +455,7 @@ pay_run(struct app *a, const char *scope, const char *key,
 		 * point, and end the lease so the retry resumes at once and
 		 * finds that charge under the derived key.
 		 */
-		store_abandon(a->store, scope, key, c->token, clock_now_ms());
+		pay_abandon(a, scope, key, c->token);
 		problem_build(resp, PROBLEM_PROVIDER_TIMEOUT, "The payment "
 		    "provider did not confirm the charge; retry with the same "
 		    "Idempotency-Key and the original charge will be "
@@ -419,9 +464,17 @@ pay_run(struct app *a, const char *scope, const char *key,
 	}
 }
 
+static const enum metric pay_decision_metric[ENGINE__MAX] = {
+	[ENGINE_CLAIM] = METRIC_CLAIMS,
+	[ENGINE_TAKEOVER] = METRIC_TAKEOVERS,
+	[ENGINE_REPLAY] = METRIC_REPLAYS,
+	[ENGINE_CONFLICT] = METRIC_CONFLICTS,
+	[ENGINE_MISMATCH] = METRIC_MISMATCHES,
+};
+
 void
-pay_post(struct app *a, const struct request *req, const char *scope,
-    struct response *resp)
+pay_post(struct app *a, const struct request *req, enum req_status st,
+    const char *scope, struct response *resp)
 {
 	struct idem_policy pol = { a->cfg.lease_ms, a->cfg.ttl_ms };
 	struct json_value *doc = NULL;
@@ -437,8 +490,14 @@ pay_post(struct app *a, const struct request *req, const char *scope,
 	memset(&c, 0, sizeof(c));
 	ks = key_parse(req->idempotency_key, key, &keylen);
 	if (ks != KEY_OK) {
+		metrics_inc(ks == KEY_MISSING ? METRIC_KEY_MISSING :
+		    METRIC_KEY_INVALID);
 		problem_build(resp, ks == KEY_MISSING ? PROBLEM_MISSING_KEY :
 		    PROBLEM_INVALID_KEY, "%s", key_strstatus(ks));
+		return;
+	}
+	if (st != REQ_OK) {
+		app_bad_request(st, a, resp);
 		return;
 	}
 	if (!req_is_json(req->content_type)) {
@@ -468,6 +527,7 @@ pay_post(struct app *a, const struct request *req, const char *scope,
 		goto out;
 	}
 	a->outcome = engine_strdecision(c.decision);
+	metrics_inc(pay_decision_metric[c.decision]);
 	switch (c.decision) {
 	case ENGINE_REPLAY:
 		pay_replay(&c.rec, resp);
@@ -640,6 +700,22 @@ pay_list(struct app *a, const struct request *req, const char *scope,
 out:
 	buf_free(&row);
 	free(ids);
+}
+
+void
+pay_metrics(struct app *a, struct response *resp)
+{
+	int rc;
+
+	if ((rc = app_ensure_open(a)) != IDEM_OK) {
+		pay_store_error(resp, rc);
+		return;
+	}
+	resp_reset(resp);
+	resp->status = 200;
+	resp_header(resp, "Content-Type", "text/plain; version=0.0.4; "
+	    "charset=utf-8");
+	metrics_render(&resp->body);
 }
 
 void

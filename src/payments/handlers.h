@@ -33,13 +33,19 @@ struct app {
 /* Opens the store and the provider if they are not open; IDEM_OK or error. */
 int app_ensure_open(struct app *a);
 
-void pay_post(struct app *a, const struct request *req, const char *scope,
+/* Maps a request that could not be read (st != REQ_OK) to its problem. */
+void app_bad_request(enum req_status st, const struct app *a,
     struct response *resp);
+
+void pay_post(struct app *a, const struct request *req, enum req_status st,
+    const char *scope, struct response *resp);
 void pay_get(struct app *a, const struct request *req, const char *id,
     const char *scope, struct response *resp);
 void pay_list(struct app *a, const struct request *req, const char *scope,
     struct response *resp);
 void pay_healthz(struct app *a, struct response *resp);
+/* Prometheus text format: counters of every worker of this store. */
+void pay_metrics(struct app *a, struct response *resp);
 
 /* The 503 for a store error: problem+json with Retry-After. */
 void pay_store_error(struct response *resp, int err);

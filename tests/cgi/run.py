@@ -34,6 +34,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCENARIO_DIR = os.path.join(HERE, "scenarios")
+REPO = os.path.dirname(os.path.dirname(HERE))
 
 # The two accounts of every scenario's keys file: short name -> (principal,
 # API secret).  "as alice" in a request sends "Authorization: Bearer <secret>".
@@ -146,8 +147,9 @@ def parse_scenario(path):
 # ---------------------------------------------------------------- CGI output
 
 class Response:
-    def __init__(self, name, returncode, stdout, stderr):
+    def __init__(self, name, method, returncode, stdout, stderr):
         self.name = name
+        self.method = method
         self.returncode = returncode
         self.stdout = stdout
         self.stderr = stderr
@@ -260,6 +262,9 @@ class Scenario:
         self.current = None      # the Response "expect" checks
         self.log = []
         self.nreq = 0
+        # Failed expectation lines and checks: the scenario goes on after
+        # them (the status was right) so that one bug does not hide others.
+        self.failures = []
 
     # -- set-up -------------------------------------------------------
 
@@ -566,7 +571,8 @@ class Scenario:
             raise Fail("line %d: %s did not finish within %ss" %
                        (line, name, self.timeout))
         out, err = holder["out"]
-        resp = Response(name, proc.returncode, out, err)
+        resp = Response(name, self.requests[name]["method"], proc.returncode,
+                        out, err)
         self.responses[name] = resp
         self.log.append("%s -> %s %s" % (name, resp.status if
                                           resp.parse_error is None else "?",
@@ -685,11 +691,17 @@ class Scenario:
         if resp.body and resp.get("Content-Type") is None:
             raise Fail("%s: a body without Content-Type" % where)
         cl = resp.get("Content-Length")
-        if cl is not None and cl != str(len(resp.body)):
+        # RFC 9110 8.6: HEAD and 304 may give the length a GET would have.
+        if cl is not None and cl != str(len(resp.body)) and \
+                resp.method != "HEAD" and resp.status != 304:
             raise Fail("%s: Content-Length %s but %d body bytes" %
                        (where, cl, len(resp.body)))
         for lineno, text in step.body:
-            self._assert(text, resp, "line %d (%s)" % (lineno, resp.name))
+            try:
+                self._assert(text, resp, "line %d (%s)" % (lineno, resp.name))
+            except Fail as f:
+                f.detail = f.detail or resp.describe()
+                self.failures.append(f)
 
     def _assert(self, text, resp, where):
         m = re.match(r"^no\s+(\S+)$", text)
@@ -781,11 +793,16 @@ class Scenario:
         doc = self._json(resp, where)
         if not isinstance(doc, dict):
             raise Fail("%s: problem is not an object: %r" % (where, doc))
-        types = ["/problems/" + s for s in slugs]
+        types = ["/problems/%s.html" % s for s in slugs]
         if doc.get("type") not in types:
             raise Fail("%s: problem type: expected %s, got %r (detail %r)" %
                        (where, " or ".join(types), doc.get("type"),
                         doc.get("detail")))
+        # The type must resolve to a page that explains it (RFC 9457 3.1.1).
+        page = os.path.join(REPO, "www", doc["type"].lstrip("/"))
+        if not os.path.isfile(page):
+            raise Fail("%s: problem type %s has no page %s" %
+                       (where, doc["type"], page))
         if not isinstance(doc.get("status"), Num) or \
                 doc["status"] != str(resp.status):
             raise Fail("%s: problem status %r differs from the HTTP status "
@@ -884,10 +901,30 @@ class Scenario:
         failed = True
         try:
             for step in steps:
-                self.do(step)
+                try:
+                    self.do(step)
+                except Fail as f:
+                    if self.failures:
+                        # Report the earlier soft failures too.
+                        self.failures.append(f)
+                        f = self.failures.pop(0)
+                        f.detail = ["also: " + str(x) for x in
+                                    self.failures] + f.detail
+                        f.args = ("%s (and %d more below)" %
+                                  (f, len(self.failures)),)
+                    raise f
             if self.spawned:
                 raise ScenarioError("spawned but never awaited: %s" %
                                     ", ".join(self.spawned))
+            if self.failures:
+                first = self.failures[0]
+                more = self.failures[1:]
+                msg = str(first)
+                if more:
+                    msg += " (and %d more failure%s below)" % (
+                        len(more), "s" if len(more) > 1 else "")
+                raise Fail(msg, ["also: " + str(f) for f in more] +
+                           first.detail)
             failed = False
         finally:
             self.teardown(failed)
@@ -901,7 +938,10 @@ class Scenario:
         elif kind == "expect":
             self.expect(step)
         elif kind == "check":
-            self.check(step)
+            try:
+                self.check(step)
+            except Fail as f:
+                self.failures.append(f)
         elif kind == "store-lacks":
             self.store_lacks(step)
         elif kind == "env":
@@ -946,6 +986,8 @@ def run_one(path, args):
     extra = []
     if not ok or args.verbose:
         extra = ["    # " + l for l in detail]
+        if not ok and args.keep:
+            extra.append("    # kept %s" % sc.tmp)
         if args.verbose:
             extra += ["    # (%.2fs) " % took + l for l in sc.log]
     return ok, line, extra

@@ -352,7 +352,7 @@ class Instance:
         self.start_server()
         self.wait_ready(self.port)
 
-    def wait_ready(self, port, seconds=20):
+    def wait_ready(self, port, seconds=15):
         end = min(time.monotonic() + seconds, DEADLINE.end)
         last = "no answer"
         while time.monotonic() < end:
@@ -899,7 +899,7 @@ def run_server(name, build, args):
         except Check as e:
             RESULTS.fail(name, test, e)
         except Exception as e:          # noqa: BLE001 - every error is a FAIL line
-            RESULTS.fail(name, test, f"{type(e).__name__}: {e}")
+            RESULTS.fail(name, test, f"{type(e).__name__}: {str(e) or 'no detail (timed out?)'}")
         else:
             RESULTS.ok(name, test)
 
@@ -933,6 +933,25 @@ def run_server(name, build, args):
         note(f"{name}: {time.monotonic() - started:.1f} s")
 
 
+def _become_subreaper():
+    """Orphaned workers (spawn-fcgi's, fcgid's) are reparented to us, not to a
+    PID 1 that may never reap them; best effort, Linux only."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(36, 1, 0, 0, 0)      # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+def _reap():
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+
+
 def _cleanup_all():
     for inst in list(INSTANCES):
         try:
@@ -940,6 +959,7 @@ def _cleanup_all():
         except Exception:               # noqa: BLE001
             pass
     INSTANCES.clear()
+    _reap()
 
 
 def main():
@@ -960,6 +980,7 @@ def main():
     # dedupe, keep order
     servers = list(dict.fromkeys(servers))
 
+    _become_subreaper()
     atexit.register(_cleanup_all)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda s, f: sys.exit(128 + s))

@@ -1,0 +1,190 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "metrics.h"
+
+#define METRICS_MAGIC 0x6964656d6d657431ULL /* "idemmet1" */
+#define METRICS_FILE "metrics"
+
+/* Upper bounds of the latency histogram, in milliseconds. */
+static const uint64_t metrics_le_ms[] = { 1, 2, 5, 10, 25, 50, 100, 250,
+	500, 1000, 2500, 10000 };
+#define METRICS_NBUCKETS (sizeof(metrics_le_ms) / sizeof(metrics_le_ms[0]))
+
+/*
+ * The shared file.  Only fixed-width integers, so every process maps the
+ * same layout; a file with another magic or size is rebuilt.
+ */
+struct metrics_file {
+	uint64_t magic;
+	uint64_t counters[METRIC__MAX];
+	uint64_t buckets[METRICS_NBUCKETS + 1]; /* the last is +Inf */
+	uint64_t sum_ms;
+};
+
+static const struct {
+	const char *name;
+	const char *help;
+} metrics_names[METRIC__MAX] = {
+	[METRIC_REQUESTS] = { "idem_requests_total",
+	    "Requests answered." },
+	[METRIC_RESPONSES_2XX] = { "idem_responses_2xx_total",
+	    "Responses with a 2xx status." },
+	[METRIC_RESPONSES_4XX] = { "idem_responses_4xx_total",
+	    "Responses with a 4xx status." },
+	[METRIC_RESPONSES_5XX] = { "idem_responses_5xx_total",
+	    "Responses with a 5xx status." },
+	[METRIC_CLAIMS] = { "idem_claims_total",
+	    "Keys claimed afresh." },
+	[METRIC_TAKEOVERS] = { "idem_takeovers_total",
+	    "Claims taken over after their lease ran out." },
+	[METRIC_REPLAYS] = { "idem_replays_total",
+	    "Stored responses replayed." },
+	[METRIC_CONFLICTS] = { "idem_conflicts_total",
+	    "Requests answered 409: the key's first request still runs." },
+	[METRIC_MISMATCHES] = { "idem_mismatches_total",
+	    "Requests answered 422: key reused with another request." },
+	[METRIC_KEY_MISSING] = { "idem_key_missing_total",
+	    "Requests without an Idempotency-Key where one is required." },
+	[METRIC_KEY_INVALID] = { "idem_key_invalid_total",
+	    "Requests with a malformed Idempotency-Key." },
+	[METRIC_COMPLETIONS] = { "idem_completions_total",
+	    "Claims completed with a stored response." },
+	[METRIC_RELEASES] = { "idem_releases_total",
+	    "Claims released after a failure without side effects." },
+	[METRIC_ABANDONS] = { "idem_abandons_total",
+	    "Claims kept for take-over after a failure." },
+	[METRIC_LOST] = { "idem_lost_claims_total",
+	    "Claims found taken over when their worker came to finish." },
+	[METRIC_PURGED] = { "idem_purged_total",
+	    "Expired keys deleted." },
+	[METRIC_STORE_ERRORS] = { "idem_store_errors_total",
+	    "Requests answered 503 because the store failed." },
+};
+
+static struct metrics_file *metrics_map;
+
+int
+metrics_open(const char *dir)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	void *p;
+	int fd, rc = IDEM_EIO;
+
+	if (metrics_map != NULL)
+		return IDEM_OK;
+	if (snprintf(path, sizeof(path), "%s/%s", dir, METRICS_FILE) >=
+	    (int)sizeof(path))
+		return IDEM_EINVAL;
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) == -1)
+		return errno == EACCES || errno == EROFS ? IDEM_EROFS : IDEM_EIO;
+	/* A short file is extended with zeros, which is a valid state. */
+	if (fstat(fd, &st) != 0 ||
+	    ((size_t)st.st_size != sizeof(struct metrics_file) &&
+	    ftruncate(fd, sizeof(struct metrics_file)) != 0))
+		goto out;
+	p = mmap(NULL, sizeof(struct metrics_file), PROT_READ | PROT_WRITE,
+	    MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		goto out;
+	metrics_map = p;
+	if (__atomic_load_n(&metrics_map->magic, __ATOMIC_ACQUIRE) !=
+	    METRICS_MAGIC)
+		__atomic_store_n(&metrics_map->magic, METRICS_MAGIC,
+		    __ATOMIC_RELEASE);
+	rc = IDEM_OK;
+out:
+	close(fd);
+	return rc;
+}
+
+void
+metrics_close(void)
+{
+	if (metrics_map != NULL)
+		munmap(metrics_map, sizeof(struct metrics_file));
+	metrics_map = NULL;
+}
+
+void
+metrics_add(enum metric m, uint64_t n)
+{
+	if (metrics_map != NULL && (unsigned)m < METRIC__MAX)
+		__atomic_fetch_add(&metrics_map->counters[m], n,
+		    __ATOMIC_RELAXED);
+}
+
+void
+metrics_inc(enum metric m)
+{
+	metrics_add(m, 1);
+}
+
+void
+metrics_observe_ms(uint64_t ms)
+{
+	size_t i;
+
+	if (metrics_map == NULL)
+		return;
+	for (i = 0; i < METRICS_NBUCKETS && ms > metrics_le_ms[i]; i++)
+		continue;
+	__atomic_fetch_add(&metrics_map->buckets[i], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&metrics_map->sum_ms, ms, __ATOMIC_RELAXED);
+}
+
+static uint64_t
+metrics_load(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+int
+metrics_render(struct buf *out)
+{
+	uint64_t cum = 0;
+	size_t i;
+	int rc = IDEM_OK;
+
+	if (metrics_map == NULL)
+		return IDEM_OK;
+	for (i = 0; i < METRIC__MAX && rc == IDEM_OK; i++)
+		rc = buf_printf(out, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n",
+		    metrics_names[i].name, metrics_names[i].help,
+		    metrics_names[i].name, metrics_names[i].name,
+		    (unsigned long long)metrics_load(
+		    &metrics_map->counters[i]));
+	if (rc == IDEM_OK)
+		rc = buf_puts(out, "# HELP idem_request_duration_seconds "
+		    "Time to answer a request.\n"
+		    "# TYPE idem_request_duration_seconds histogram\n");
+	for (i = 0; i <= METRICS_NBUCKETS && rc == IDEM_OK; i++) {
+		cum += metrics_load(&metrics_map->buckets[i]);
+		if (i < METRICS_NBUCKETS)
+			rc = buf_printf(out, "idem_request_duration_seconds_bucket"
+			    "{le=\"%llu.%03llu\"} %llu\n",
+			    (unsigned long long)(metrics_le_ms[i] / 1000),
+			    (unsigned long long)(metrics_le_ms[i] % 1000),
+			    (unsigned long long)cum);
+		else
+			rc = buf_printf(out, "idem_request_duration_seconds_bucket"
+			    "{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+	}
+	if (rc == IDEM_OK) {
+		uint64_t sum = metrics_load(&metrics_map->sum_ms);
+
+		rc = buf_printf(out, "idem_request_duration_seconds_sum "
+		    "%llu.%03llu\nidem_request_duration_seconds_count %llu\n",
+		    (unsigned long long)(sum / 1000),
+		    (unsigned long long)(sum % 1000), (unsigned long long)cum);
+	}
+	return rc;
+}

@@ -1,0 +1,53 @@
+/*
+ * metrics.h: counters shared by every worker process, for GET /metrics.
+ *
+ * The counters live in a small file beside the store, mapped shared by
+ * each process and updated with atomic adds: counting costs no lock, no
+ * transaction and no sync, and survives a worker's death (counts are
+ * operational, not durable: a machine crash may lose the last few).
+ * Until metrics_open succeeds every call is a no-op.
+ */
+#ifndef IDEM_METRICS_H
+#define IDEM_METRICS_H
+
+#include <stdint.h>
+
+#include "buf.h"
+
+enum metric {
+	METRIC_REQUESTS = 0,
+	METRIC_RESPONSES_2XX,
+	METRIC_RESPONSES_4XX,
+	METRIC_RESPONSES_5XX,
+	METRIC_CLAIMS,        /* fresh claims */
+	METRIC_TAKEOVERS,     /* claims taken over after a lease ran out */
+	METRIC_REPLAYS,
+	METRIC_CONFLICTS,     /* 409: in progress */
+	METRIC_MISMATCHES,    /* 422: key reused with another request */
+	METRIC_KEY_MISSING,
+	METRIC_KEY_INVALID,
+	METRIC_COMPLETIONS,
+	METRIC_RELEASES,      /* claims released: nothing happened */
+	METRIC_ABANDONS,      /* claims kept for take-over after a failure */
+	METRIC_LOST,          /* our claim was taken over under us */
+	METRIC_PURGED,        /* expired keys deleted */
+	METRIC_STORE_ERRORS,
+	METRIC__MAX
+};
+
+/*
+ * Maps (creating if needed) the counters file in dir.  Returns IDEM_OK or
+ * an error, after which counting stays off.  Call after fork.
+ */
+int metrics_open(const char *dir);
+void metrics_close(void);
+
+void metrics_add(enum metric m, uint64_t n);
+void metrics_inc(enum metric m);
+/* Records one request's duration. */
+void metrics_observe_ms(uint64_t ms);
+
+/* Appends the Prometheus text exposition (format 0.0.4) to out. */
+int metrics_render(struct buf *out);
+
+#endif
