@@ -13,6 +13,7 @@ Python 3 standard library only.  Only 127.0.0.1 is used.
 """
 
 import argparse
+import errno
 import atexit
 import base64
 import concurrent.futures
@@ -933,6 +934,89 @@ def run_server(name, build, args):
         note(f"{name}: {time.monotonic() - started:.1f} s")
 
 
+def fifo_holders(fifo):
+    """PIDs of processes that have fifo open (via /proc/PID/fd)."""
+    pids = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == fifo:
+                    pids.append(int(pid))
+                    break
+        except OSError:
+            continue
+    return pids
+
+
+def run_graceful_stop(build, args):
+    """SIGTERM to a worker in the middle of a request: the request finishes
+    (201, charged once, stored) and only then does the worker exit.  The worker
+    is held inside the provider call by the in_provider fault point on a fifo,
+    so the signal lands there for certain, with no timing guess."""
+    name = "lighttpd"
+    test = "SIGTERM mid-request: the request completes, then the worker exits"
+    inst = None
+    try:
+        inst = Lighttpd(name, build, args)
+        fifo = os.path.join(inst.root, "gate")
+        os.mkfifo(fifo, 0o600)
+        if inst.uid is not None:
+            os.chown(fifo, inst.uid, inst.gid)
+        inst.idem_env["IDEM_FAULT"] = f"in_provider:wait={fifo}"
+        inst.start()
+        key = new_key("sigterm")
+        body = b'{"amount": 12.34, "currency": "BRL"}'
+        hdrs = pay_headers(secret=inst.secrets["acct_alpha"], key=key)
+        got = {}
+
+        def post():
+            try:
+                got["r"] = http_request(inst.port, "POST", "/payments", body, hdrs)
+            except Exception as e:      # noqa: BLE001
+                got["e"] = e
+        th = threading.Thread(target=post, daemon=True)
+        th.start()
+        # Opening the fifo for writing succeeds only once a worker holds it
+        # open for reading, that is, once it reached the fault point.
+        fd, end = None, time.monotonic() + DEADLINE.timeout(15)
+        while fd is None and time.monotonic() < end:
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as e:
+                if e.errno != errno.ENXIO:
+                    raise
+                time.sleep(0.01)
+        expect(fd is not None, "no worker reached the provider call")
+        busy = [p for p in fifo_holders(fifo) if p in inst.worker_pids()]
+        expect(len(busy) == 1, f"expected one worker holding the gate, got {busy}")
+        os.kill(busy[0], signal.SIGTERM)
+        expect(proc_alive(busy[0]), "the worker left with its request in hand")
+        os.close(fd)
+        th.join(DEADLINE.timeout(15))
+        expect("r" in got, f"no answer: {got.get('e')!r}")
+        expect(got["r"].status == 201, f"expected 201, got {got['r'].brief()}")
+        expect(wait_gone(busy, 5), "the worker did not exit after its request")
+        st = inst.stats()
+        expect(st["charges"] == 1 and st["payments"] == 1,
+               f"charges={st['charges']} payments={st['payments']}")
+        again = http_request(inst.port, "POST", "/payments", body, hdrs)
+        expect(again.status == 201 and again.body == got["r"].body and
+               again.header("Idempotent-Replayed") == "true",
+               f"retry is not the replay: {again.brief()}")
+    except Check as e:
+        RESULTS.fail(name, test, e)
+    except Exception as e:              # noqa: BLE001
+        RESULTS.fail(name, test, f"{type(e).__name__}: {e}")
+    else:
+        RESULTS.ok(name, test)
+    finally:
+        if inst is not None:
+            inst.cleanup()
+            INSTANCES.remove(inst)
+
+
 def _become_subreaper():
     """Orphaned workers (spawn-fcgi's, fcgid's) are reparented to us, not to a
     PID 1 that may never reap them; best effort, Linux only."""
@@ -991,6 +1075,8 @@ def main():
             RESULTS.fail(name, "start", "global deadline reached before this server")
             continue
         run_server(name, build, args)
+        if name == "lighttpd":
+            run_graceful_stop(build, args)
     note(f"total: {time.monotonic() - started:.1f} s")
     print(f"live: {RESULTS.passed} passed, {RESULTS.failed} failed", flush=True)
     return 0 if RESULTS.failed == 0 else 1
