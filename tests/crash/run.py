@@ -597,6 +597,212 @@ def cgi_other_body(build, keep):
         st.cleanup(keep and bool(row.problems))
 
 
+def cgi_chain(build, keep):
+    """One key dies at every point before completion in turn, each retry a
+    take-over of the last (store_claim_commit: the take-over's own claim
+    never commits); the last take-over completes with one charge."""
+    lease = 30
+    st = CgiState(build, lease)
+    chain = ["after_claim", "store_claim_commit", "in_provider", "after_charge",
+             "store_complete_commit"]
+    row = CgiRow("chain: " + " > ".join(chain))
+    key = f"crash-chain-{secrets.token_hex(4)}"
+    T = int(time.time()) * 1000 + 789
+    step = lease * 1000 + 1000
+    try:
+        deaths = 0
+        for i, point in enumerate(chain):
+            run = st.post(key, T + i * step, fault=f"{point}:kill")
+            cgi_check_run(row, run, f"attempt {i + 1} ({point})", expect_killed=True)
+            deaths += run.killed
+            if run.out:
+                row.problems.append(f"attempt {i + 1} ({point}): output before the crash")
+            if point == "store_claim_commit":
+                # the take-over's claim never committed: the old lease is
+                # still over, so the key is stuck (the next retry takes over)
+                cgi_expect_stats(row, st, T + i * step + 1000,
+                                 "after the crash in the take-over's claim",
+                                 keys=1, in_progress=1, stuck=1, payments=0)
+                continue
+            r = cgi_check_run(row, st.post(key, T + i * step + 1000),
+                              f"retry in lease after {point}")
+            if r is not None:
+                row.in_lease = r.label()
+                if r.status != 409:
+                    row.problems.append(f"retry 1 s after the crash at {point}: expected "
+                                        f"409, got {r.brief()}")
+        row.first = f"SIGKILL x{deaths}"
+        got = cgi_expect_stats(row, st, T + len(chain) * step, "after the last crash",
+                               keys=1, in_progress=1, stuck=1, charges=1, payments=0)
+        ref = cgi_check_run(row, st.post(key, T + len(chain) * step), "last take-over")
+        if ref is not None:
+            row.after_lease = ref.label() + (" (take-over)" if ref.status == 201
+                                             and not ref.replayed else "")
+            if ref.status != 201 or ref.replayed:
+                row.problems.append(f"last take-over: expected a fresh 201, got {ref.brief()}")
+        got = cgi_expect_stats(row, st, T + len(chain) * step + 1000, "after the 201",
+                               keys=1, completed=1, in_progress=0, stuck=0, charges=1,
+                               payments=1)
+        row.charges, row.payments = got["charges"], got["payments"]
+        ident = []
+        for i in range(2):
+            r = cgi_check_run(row, st.post(key, T + len(chain) * step + 5000 + i), "replay")
+            if r is None or ref is None:
+                ident.append(f"replay {i + 1}: no answer to compare")
+            else:
+                ident += replay_problems(ref, r, f"replay {i + 1}")
+        row.identical = "no" if ident else "yes"
+        row.problems += ident
+        return row
+    finally:
+        st.cleanup(keep and bool(row.problems))
+
+
+def cgi_replay_killed(build, keep):
+    """A worker killed halfway through sending a replay changes nothing."""
+    lease = 30
+    st = CgiState(build, lease)
+    row = CgiRow("replay killed at mid_response")
+    key = f"crash-replay-{secrets.token_hex(4)}"
+    T = int(time.time()) * 1000 + 789
+    try:
+        ref = cgi_check_run(row, st.post(key, T), "first")
+        row.first = ref.label() if ref else "?"
+        run = st.post(key, T + 1000, fault="mid_response:kill")
+        cgi_check_run(row, run, "replay with mid_response:kill", expect_killed=True)
+        row.in_lease = "SIGKILL mid-replay" if run.killed else run.brief()
+        if run.killed and ref is not None:
+            try:
+                half = parse_cgi(run.out)
+                if half.status != 201 or not ref.body.startswith(half.body):
+                    row.problems.append("the half replay is not the start of the 201")
+            except ValueError as e:
+                row.problems.append(f"half replay: {e}")
+        r = cgi_check_run(row, st.post(key, T + lease * 1000 + 1000), "replay after")
+        row.after_lease = r.label() if r else "?"
+        got = cgi_expect_stats(row, st, T + lease * 1000 + 2000, "at the end", keys=1,
+                               completed=1, in_progress=0, stuck=0, charges=1, payments=1)
+        row.charges, row.payments = got["charges"], got["payments"]
+        ident = replay_problems(ref, r, "replay after the killed replay") \
+            if ref is not None and r is not None else ["no answers to compare"]
+        row.identical = "no" if ident else "yes"
+        row.problems += ident
+        return row
+    finally:
+        st.cleanup(keep and bool(row.problems))
+
+
+def cgi_stalled(build, point, keep):
+    """A worker that stalls (not dies) at point past its lease: the retry
+    takes over and completes; when the stalled one resumes, every write of
+    its claim is refused (owner token, IDEM_ELOST) and the provider returns
+    the same charge under the derived key.  One charge, one payment, and the
+    stalled worker's late answer is not a second 201."""
+    lease = 30
+    st = CgiState(build, lease)
+    row = CgiRow(f"stalled at {point} past the lease")
+    key = f"crash-stall-{point}-{secrets.token_hex(4)}"
+    T = int(time.time()) * 1000 + 789
+    fifo = os.path.join(st.tmp, "gate.fifo")
+    os.mkfifo(fifo)
+    holder = {}
+    proc = None
+    wfd = None
+    try:
+        env_holder = {}
+
+        # spawn the first attempt in the background, held at the gate
+        def first():
+            holder["run"] = st.post(key, T, fault=f"{point}:wait={fifo}")
+        th = threading.Thread(target=first, daemon=True)
+        th.start()
+
+        # open our end: returns once the responder opened the fifo to read
+        def opener():
+            try:
+                env_holder["fd"] = os.open(fifo, os.O_WRONLY)
+            except OSError as e:
+                env_holder["err"] = e
+        ot = threading.Thread(target=opener, daemon=True)
+        ot.start()
+        ot.join(DEADLINE.timeout(20))
+        if "fd" not in env_holder:
+            if ot.is_alive():
+                # unblock our own open, then give up
+                os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+            row.problems.append(f"the first attempt never reached {point} "
+                                f"({holder.get('run').brief() if 'run' in holder else 'running'})")
+            return row
+        wfd = env_holder["fd"]
+        row.first = f"stalled at {point}"
+        r = cgi_check_run(row, st.post(key, T + 1000), "retry in lease")
+        if r is not None:
+            row.in_lease = r.label()
+            if r.status != 409:
+                row.problems.append(f"retry in lease: expected 409, got {r.brief()}")
+        ref = cgi_check_run(row, st.post(key, T + lease * 1000 + 1000), "take-over")
+        if ref is not None:
+            if ref.status != 201 or ref.replayed:
+                row.problems.append(f"take-over: expected a fresh 201, got {ref.brief()}")
+        # let the stalled one go on
+        os.close(wfd)
+        wfd = None
+        th.join(DEADLINE.timeout(30))
+        late = holder.get("run")
+        late_label = "?"
+        if late is None:
+            row.problems.append("the stalled attempt did not finish")
+        else:
+            a = cgi_check_run(row, late, "the stalled attempt, resumed")
+            if a is not None:
+                late_label = a.label()
+                if a.status == 201 and not a.replayed:
+                    row.problems.append(f"the stalled attempt answered a fresh 201 after "
+                                        f"its claim was taken over: {a.brief()}")
+                elif a.status == 201 and ref is not None:
+                    row.problems += replay_problems(ref, a, "the stalled attempt's answer")
+                elif a.status not in (409, 201):
+                    row.problems.append(f"the stalled attempt: expected 409 (lost) or the "
+                                        f"replay, got {a.brief()}")
+        row.after_lease = (ref.label() + " (take-over)" if ref else "?") + \
+            f"; stalled one: {late_label}"
+        got = cgi_expect_stats(row, st, T + lease * 1000 + 2000, "at the end", keys=1,
+                               completed=1, in_progress=0, stuck=0, charges=1, payments=1)
+        row.charges, row.payments = got["charges"], got["payments"]
+        r = cgi_check_run(row, st.post(key, T + lease * 1000 + 5000), "replay")
+        ident = replay_problems(ref, r, "replay") if ref is not None and r is not None \
+            else ["no answers to compare"]
+        row.identical = "no" if ident else "yes"
+        row.problems += ident
+        return row
+    finally:
+        if wfd is not None:
+            os.close(wfd)
+        st.cleanup(keep and bool(row.problems))
+
+
+def cgi_beyond_ttl(build):
+    """Informational: a claim that died after the charge and is retried only
+    after the key's TTL (24 h) is claimed afresh; the first lifetime's charge
+    is never returned.  Reported as a note, not as a failure: the contract
+    lets keys expire."""
+    st = CgiState(build, 30)
+    row = CgiRow("note: after_charge, retried after the 24 h TTL")
+    T = int(time.time()) * 1000 + 789
+    day = 86400 * 1000
+    try:
+        run = st.post("crash-ttl", T, fault="after_charge:kill")
+        row.first = "SIGKILL, in_progress, ch=1" if run.killed else run.brief()
+        r = st.post("crash-ttl", T + day + 1000)
+        row.after_lease = r.answer.label() if r.answer else r.brief()
+        got = st.stats(T + day + 2000)
+        row.charges, row.payments = got["charges"], got["payments"]
+        row.identical = "n/a"
+        return row, got
+    finally:
+        st.cleanup()
+
+
 def part_cgi(args):
     rows = []
     started = time.monotonic()
@@ -606,6 +812,13 @@ def part_cgi(args):
                  lambda: cgi_kill_twice(args.build, args.keep)))
     jobs.append(("cgi: crash then other body (422)",
                  lambda: cgi_other_body(args.build, args.keep)))
+    jobs.append(("cgi: chain, one death at every point before completion",
+                 lambda: cgi_chain(args.build, args.keep)))
+    jobs.append(("cgi: replay killed mid-response",
+                 lambda: cgi_replay_killed(args.build, args.keep)))
+    for p in ("in_provider", "after_charge"):
+        jobs.append((f"cgi: stalled at {p} past the lease (owner token)",
+                     (lambda p=p: cgi_stalled(args.build, p, args.keep))))
     for name, fn in jobs:
         if DEADLINE.left() <= 0:
             RESULTS.fail(name, "global deadline reached")
@@ -617,6 +830,16 @@ def part_cgi(args):
             continue
         rows.append(row)
         RESULTS.record(name, row.problems)
+    try:
+        row, got = cgi_beyond_ttl(args.build)
+        rows.append(row)
+        if got["charges"] > got["payments"]:
+            note(f"note - a claim that died after the provider charged and is retried only "
+                 f"after the key's TTL is claimed afresh: charges {got['charges']}, "
+                 f"payments {got['payments']} (the first charge is orphaned; not counted "
+                 f"as a failure, see tests/crash/README.md)")
+    except Exception as e:          # noqa: BLE001
+        note(f"note row failed: {type(e).__name__}: {e}")
     print_table(f"CGI crash matrix (lease 30 s, pinned clock; {time.monotonic() - started:.1f} s)",
                 MATRIX_HEADER, [r.cells() for r in rows])
 
