@@ -13,7 +13,26 @@
 #include "cfg.h"
 #include "crypto.h"
 #include "err.h"
+#include "problem.h"
 #include "server.h"
+
+/*
+ * Refuses to serve with a broken configuration.  The reason goes to the
+ * log; a CGI client gets a 500 problem that does not leak it.
+ */
+static int
+fail(const char *why)
+{
+	struct response resp;
+
+	fprintf(stderr, "idem-fcgi: %s\n", why);
+	resp_init(&resp);
+	problem_build(&resp, PROBLEM_INTERNAL, "The service is not configured "
+	    "correctly; nothing was done.  Retry later.");
+	server_fail(&resp);
+	resp_free(&resp);
+	return 1;
+}
 
 int
 main(void)
@@ -24,23 +43,17 @@ main(void)
 	char err[256];
 	int rc;
 
-	if (crypto_init() != IDEM_OK) {
-		fprintf(stderr, "idem-fcgi: libsodium failed to start\n");
-		return 1;
-	}
-	if (config_load(&cfg, err, sizeof(err)) != 0) {
-		fprintf(stderr, "idem-fcgi: %s\n", err);
-		return 1;
-	}
+	if (crypto_init() != IDEM_OK)
+		return fail("libsodium failed to start");
+	if (config_load(&cfg, err, sizeof(err)) != 0)
+		return fail(err);
 	/*
 	 * The store is opened here, in the worker itself: spawn-fcgi and
 	 * mod_fcgid fork before exec, so every worker has its own LMDB
 	 * environment, as LMDB requires.
 	 */
-	if (app_open(&cfg, &app, err, sizeof(err)) != 0) {
-		fprintf(stderr, "idem-fcgi: %s\n", err);
-		return 1;
-	}
+	if (app_open(&cfg, &app, err, sizeof(err)) != 0)
+		return fail(err);
 	sc.body_limit = cfg.body_limit;
 	sc.mount = cfg.mount;
 	rc = server_run(&sc, app_handle, app);

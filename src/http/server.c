@@ -146,6 +146,13 @@ server_one(const struct server_config *cfg, server_handler_fn fn, void *app,
 	req_free(&req);
 }
 
+void
+server_fail(const struct response *resp)
+{
+	if (FCGX_IsCGI())
+		resp_write(resp, cgi_write, NULL);
+}
+
 int
 server_run(const struct server_config *cfg, server_handler_fn fn, void *app)
 {

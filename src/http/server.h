@@ -31,6 +31,13 @@ struct server_config {
 int server_run(const struct server_config *cfg, server_handler_fn fn,
     void *app);
 
+/*
+ * For a start-up failure: run as CGI, answers the one request with resp so
+ * the client gets a problem instead of the web server's error page; under
+ * FastCGI does nothing (the process manager logs the worker's exit).
+ */
+void server_fail(const struct response *resp);
+
 /* 1 once a shutdown signal arrived. */
 int server_stopping(void);
 

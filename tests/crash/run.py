@@ -605,7 +605,7 @@ def cgi_chain(build, keep):
     st = CgiState(build, lease)
     chain = ["after_claim", "store_claim_commit", "in_provider", "after_charge",
              "store_complete_commit"]
-    row = CgiRow("chain: " + " > ".join(chain))
+    row = CgiRow("chain: die at " + ", ".join(c.replace("store_", "") for c in chain))
     key = f"crash-chain-{secrets.token_hex(4)}"
     T = int(time.time()) * 1000 + 789
     step = lease * 1000 + 1000
@@ -1250,6 +1250,20 @@ def classify(o):
     return str(s)
 
 
+def worker_outcomes(inst):
+    """Counts of the responder's per-request log lines (outcome=...) for
+    POST /payments: what the workers decided (claim, takeover, conflict...)."""
+    counts = {}
+    for path in inst.logs:
+        try:
+            with open(path, errors="replace") as f:
+                for m in re.finditer(r"POST /payments (\d+) key=\S+ outcome=(\S+)", f.read()):
+                    counts[m.group(2)] = counts.get(m.group(2), 0) + 1
+        except OSError:
+            continue
+    return counts
+
+
 def part_load(args, server):
     name = f"load {server}"
     seed = args.seed if args.seed is not None else secrets.randbits(32)
@@ -1281,6 +1295,9 @@ def part_load(args, server):
                 o = pay(inst.port, sec, key, timeout=10)
                 c = classify(o)
                 stats.add(c)
+                if c == "5xx":
+                    stats.add(f"status {o.answer.status}")
+                    stats.requests -= 1
                 last = o.label()
                 if c in ("201", "201-replay"):
                     with results_lock:
@@ -1377,6 +1394,7 @@ def part_load(args, server):
         charge_ids = {json.loads(a.body).get("charge_id") for a in good.values()}
         st = inst.stats()
         workers_now = len(inst.worker_pids())
+        outcomes = worker_outcomes(inst)
         c = stats.counts
         figures = [
             ["keys (payments attempted)", len(keys)],
@@ -1385,12 +1403,16 @@ def part_load(args, server):
             ["201 fresh", c.get("201", 0)],
             ["201 replay (the first 201 a client saw was a replay)", c.get("201-replay", 0)],
             ["409 (honoured Retry-After)", c.get("409", 0)],
-            ["5xx", c.get("5xx", 0)],
+            ["5xx", f"{c.get('5xx', 0)} (" + ", ".join(
+                f"{k[7:]}: {v}" for k, v in sorted(c.items()) if k.startswith("status "))
+             + ")"],
             ["connection errors", c.get("conn-error", 0)],
             ["truncated answers", c.get("truncated", 0)],
             ["other answers", sum(v for k, v in c.items() if k not in
                                   ("201", "201-replay", "409", "5xx", "conn-error",
-                                   "truncated"))],
+                                   "truncated") and not k.startswith("status "))],
+            ["worker decisions logged (killed requests log nothing)",
+             ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())) or "none"],
             ["keys without a 201", len(bad)],
             ["client threads still running", hung],
             ["ledger charges", st["charges"]],

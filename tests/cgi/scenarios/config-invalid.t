@@ -1,0 +1,28 @@
+# A malformed configuration value stops the responder before it touches
+# anything.  Run as CGI, the client still gets a problem (500) rather than
+# the web server's error page, and the detail does not leak the reason
+# (which goes to the log, naming the variable).
+
+request first: POST /payments
+  as alice
+  Idempotency-Key: "cfg-1"
+  Content-Type: application/json
+  env IDEM_LEASE=abc
+  body: {"amount": 100.00, "currency": "BRL"}
+expect: 500
+  problem: internal-error
+  no Location
+
+request lease-not-shorter: like first
+  env IDEM_LEASE=90000
+  env IDEM_TTL=3600
+expect: 500
+  problem: internal-error
+
+# Nothing was charged, and the same key works once the service is fixed.
+check: charges=0
+
+request fixed: like first
+  unset IDEM_LEASE
+expect: 201
+check: charges=1
