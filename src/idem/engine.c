@@ -2,8 +2,9 @@
  * engine.c: claim, take over, replay, 409 or 422.
  *
  * The order of the tests is the contract (doc/DESIGN.md, "HTTP
- * contract"): an expired record is as good as absent, whatever it holds;
- * a live record with another fingerprint is a 422 whether it is running
+ * contract"): an expired record is as good as absent, unless it is a
+ * claim that may have left a side effect (see engine_expired); a live
+ * record with another fingerprint is a 422 whether it is running
  * or done (draft-ietf-httpapi-idempotency-key-header-07 §2.7, "Error
  * Scenarios": a key reused for another payload); only then do the state
  * and the lease matter.
@@ -40,12 +41,27 @@ engine_retry_after(uint64_t lease_ms, uint64_t now_ms)
 	return (uint32_t)secs;
 }
 
+/*
+ * A completed record, or a claim that never recorded a recovery point
+ * (stage 0: nothing can have happened), is gone once expired.  A claim
+ * past stage 0 may have charged a card: it never expires, so a retry that
+ * comes after the TTL resumes it and finds that charge, instead of
+ * claiming afresh and charging again.
+ */
+static int
+engine_expired(const struct rec *r, uint64_t now_ms)
+{
+	if (r->expires_ms > now_ms)
+		return 0;
+	return r->state == REC_COMPLETED || r->stage == 0;
+}
+
 enum engine_decision
 engine_decide(const struct rec *existing, const uint8_t fp[FP_SIZE],
     uint64_t now_ms, uint32_t *retry_after)
 {
 	*retry_after = 0;
-	if (existing == NULL || existing->expires_ms <= now_ms)
+	if (existing == NULL || engine_expired(existing, now_ms))
 		return ENGINE_CLAIM;
 	/*
 	 * Constant time, so that a client probing keys learns nothing from

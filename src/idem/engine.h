@@ -25,7 +25,8 @@ enum engine_decision {
 
 /*
  * existing may be NULL.  A record whose expires_ms <= now_ms counts as
- * absent.  On ENGINE_CONFLICT *retry_after gets the whole seconds left on
+ * absent, unless it is in progress with a stage other than 0: a claim
+ * that may have left a side effect never expires.  On ENGINE_CONFLICT *retry_after gets the whole seconds left on
  * the lease, rounded up and at least 1; otherwise 0.
  */
 enum engine_decision engine_decide(const struct rec *existing,

@@ -875,9 +875,12 @@ store_purge_entry(struct store *s, MDB_txn *txn, MDB_cursor *c,
 	}
 	/*
 	 * A worker that checkpointed past the expiry is still running: its
-	 * completion must find the record, or the client would lose it.
+	 * completion must find the record, or the client would lose it.  A
+	 * claim past stage 0 may have left a side effect and never expires
+	 * (engine.c): it waits for its retry, listed as stuck for operators.
 	 */
-	if (r.state == REC_IN_PROGRESS && r.lease_ms > now_ms) {
+	if (r.state == REC_IN_PROGRESS && (r.lease_ms > now_ms ||
+	    r.stage != 0)) {
 		rec_free(&r);
 		return IDEM_OK;
 	}

@@ -97,6 +97,25 @@ test_expired_in_progress_claims(void)
 	HARNESS_EQ(ra, 0);
 }
 
+/*
+ * A claim that recorded a recovery point may have charged: past its
+ * expiry it is still resumed, never claimed afresh.
+ */
+static void
+test_expired_checkpointed_claim_is_kept(void)
+{
+	struct rec r;
+	uint32_t ra;
+
+	make(&r, REC_IN_PROGRESS, NOW - 1, NOW - 1);
+	r.stage = 1;
+	HARNESS_EQ(decide(&r, fp_a, NOW, &ra), ENGINE_TAKEOVER);
+	HARNESS_EQ(decide(&r, fp_b, NOW, &ra), ENGINE_MISMATCH);
+	r.lease_ms = NOW + 1500;
+	HARNESS_EQ(decide(&r, fp_a, NOW, &ra), ENGINE_CONFLICT);
+	HARNESS_EQ(ra, 2);
+}
+
 static void
 test_expires_boundary(void)
 {
@@ -308,6 +327,8 @@ harness_suites(void)
 	    test_expired_mismatch_claims) == NULL ||
 	    CU_add_test(s, "expired in progress, lease valid: claim",
 	    test_expired_in_progress_claims) == NULL ||
+	    CU_add_test(s, "expired checkpointed claim is kept",
+	    test_expired_checkpointed_claim_is_kept) == NULL ||
 	    CU_add_test(s, "expires_ms == now is expired",
 	    test_expires_boundary) == NULL ||
 	    CU_add_test(s, "completed: replay", test_completed_replays) ==

@@ -528,6 +528,33 @@ test_purge_keeps_live_lease(void)
 	HARNESS_EQ(n, 0);
 }
 
+/*
+ * A claim that recorded a recovery point and then lost its worker may
+ * have left a charge behind: purge keeps it past its expiry, for the
+ * retry that resumes it, while a stage-0 claim (nothing happened) goes.
+ */
+static void
+test_purge_keeps_checkpointed_claim(void)
+{
+	uint8_t t[REC_TOKEN_SIZE];
+	size_t n;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	HARNESS_EQ(claim(st, "acct", "charged", fp_a, 1, T0, NULL),
+	    ENGINE_CLAIM);
+	HARNESS_EQ(claim(st, "acct", "idle", fp_a, 2, T0, NULL), ENGINE_CLAIM);
+	tok(t, 1);
+	HARNESS_EQ(store_checkpoint(st, "acct", "charged", t, 1, "cp", 2,
+	    T0 + 1, LEASE), IDEM_OK);
+	HARNESS_EQ(store_purge(st, T0 + TTL + LEASE + 10, 100, &n), IDEM_OK);
+	HARNESS_EQ(n, 1);
+	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(n, 1);
+	/* The retry after the TTL takes it over, recovery point intact. */
+	HARNESS_EQ(claim(st, "acct", "charged", fp_a, 3, T0 + TTL + LEASE + 20,
+	    NULL), ENGINE_TAKEOVER);
+}
+
 /* Enough entries to span many pages, deleted in several batches. */
 static void
 test_purge_many(void)
@@ -1005,6 +1032,8 @@ harness_suites(void)
 		    test_expired_completed_claims_fresh },
 		{ "purge in batches", test_purge_batches },
 		{ "purge keeps live lease", test_purge_keeps_live_lease },
+		{ "purge keeps checkpointed claim",
+		    test_purge_keeps_checkpointed_claim },
 		{ "purge many", test_purge_many },
 		{ "scopes isolated", test_scopes_isolated },
 		{ "insert once", test_insert_once },
