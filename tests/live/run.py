@@ -989,7 +989,13 @@ def run_graceful_stop(build, args):
                     raise
                 time.sleep(0.01)
         expect(fd is not None, "no worker reached the provider call")
-        busy = [p for p in fifo_holders(fifo) if p in inst.worker_pids()]
+        # The worker's open() returns just after ours: its descriptor shows
+        # in /proc a moment later.
+        busy, end = [], time.monotonic() + DEADLINE.timeout(5)
+        while not busy and time.monotonic() < end:
+            busy = [p for p in fifo_holders(fifo) if p in inst.worker_pids()]
+            if not busy:
+                time.sleep(0.01)
         expect(len(busy) == 1, f"expected one worker holding the gate, got {busy}")
         os.kill(busy[0], signal.SIGTERM)
         expect(proc_alive(busy[0]), "the worker left with its request in hand")
