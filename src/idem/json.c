@@ -877,6 +877,7 @@ json_get(const struct json_value *v, const char *name)
 
 	if (v == NULL || v->type != JSON_OBJECT || v->u.obj.n == 0)
 		return NULL;
+	memset(&key, 0, sizeof(key));
 	key.name = (char *)(uintptr_t)name;
 	key.namelen = strlen(name);
 	m = bsearch(&key, v->u.obj.members, v->u.obj.n,
