@@ -223,7 +223,7 @@ app_handle(void *app, enum req_status st, const struct request *req,
     struct response *resp)
 {
 	struct app *a = app;
-	uint64_t start = clock_now_ms();
+	uint64_t start = clock_now_ms(), ms;
 
 	a->outcome = NULL;
 	if (st == REQ_BAD_METHOD || st == REQ_NOMEM || req->path == NULL)
@@ -233,6 +233,7 @@ app_handle(void *app, enum req_status st, const struct request *req,
 	/* Payment data is never to be kept by caches on the way. */
 	resp_header(resp, "Cache-Control", "no-store");
 	resp->head = req->method != NULL && strcmp(req->method, "HEAD") == 0;
-	app_count(resp->status, clock_now_ms() - start);
-	app_log(a, req, resp, clock_now_ms() - start);
+	ms = clock_now_ms() - start;
+	app_count(resp->status, ms);
+	app_log(a, req, resp, ms);
 }

@@ -66,13 +66,14 @@ pay_store_error(struct response *resp, int err)
 	resp_header(resp, "Retry-After", "1");
 }
 
+/* A strong ETag: the first 64 bits of the representation's SHA-256. */
 static void
-pay_etag(const struct buf *body, char out[20])
+pay_etag(const void *body, size_t len, char out[20])
 {
 	uint8_t d[CRYPTO_SHA256_SIZE];
 	char hex[2 * CRYPTO_SHA256_SIZE + 1];
 
-	crypto_sha256(body->data, body->len, d);
+	crypto_sha256(body, len, d);
 	crypto_hex(d, sizeof(d), hex);
 	snprintf(out, 20, "\"%.16s\"", hex);
 }
@@ -320,22 +321,21 @@ pay_succeed(struct app *a, const char *scope, const char *key,
     const uint8_t *token, const struct pay_cp *cp, const struct pay_order *o,
     const char *charge_id, struct response *resp)
 {
-	struct buf body = BUF_INIT, row = BUF_INIT, idx = BUF_INIT;
+	struct buf row = BUF_INIT, idx = BUF_INIT;
 	struct store_put puts[2];
 	char etag[20];
 
 	resp_reset(resp);
-	if (pay_render(cp, o, charge_id, &body) != IDEM_OK ||
-	    pay_row_encode(scope, &body, &row) != IDEM_OK ||
+	if (pay_render(cp, o, charge_id, &resp->body) != IDEM_OK ||
+	    pay_row_encode(scope, &resp->body, &row) != IDEM_OK ||
 	    buf_append(&idx, scope, strlen(scope) + 1) != IDEM_OK ||
 	    buf_put_u64(&idx, cp->created_ms) != IDEM_OK ||
-	    buf_append(&idx, cp->id, PAY_ID_LEN) != IDEM_OK ||
-	    buf_append(&resp->body, body.data, body.len) != IDEM_OK) {
+	    buf_append(&idx, cp->id, PAY_ID_LEN) != IDEM_OK) {
 		pay_abandon(a, scope, key, token);
 		problem_build(resp, PROBLEM_INTERNAL, "Out of memory.");
 		goto out;
 	}
-	pay_etag(&body, etag);
+	pay_etag(resp->body.data, resp->body.len, etag);
 	resp->status = 201;
 	resp_header(resp, "Content-Type", "application/json");
 	resp_header(resp, "Location", "/payments/%s", cp->id);
@@ -348,7 +348,6 @@ pay_succeed(struct app *a, const char *scope, const char *key,
 out:
 	buf_free(&idx);
 	buf_free(&row);
-	buf_free(&body);
 }
 
 /*
@@ -559,7 +558,7 @@ void
 pay_get(struct app *a, const struct request *req, const char *id,
     const char *scope, struct response *resp)
 {
-	struct buf row = BUF_INIT, body = BUF_INIT;
+	struct buf row = BUF_INIT;
 	const uint8_t *s, *b;
 	size_t slen, blen;
 	char etag[20];
@@ -586,8 +585,7 @@ pay_get(struct app *a, const struct request *req, const char *id,
 		pay_store_error(resp, rc);
 		goto out;
 	}
-	buf_append(&body, b, blen);
-	pay_etag(&body, etag);
+	pay_etag(b, blen, etag);
 	resp_reset(resp);
 	resp_header(resp, "ETag", "%s", etag);
 	/* RFC 9110 section 13.1.2; a payment never changes once made. */
@@ -598,9 +596,8 @@ pay_get(struct app *a, const struct request *req, const char *id,
 	}
 	resp->status = 200;
 	resp_header(resp, "Content-Type", "application/json");
-	buf_append(&resp->body, body.data, body.len);
+	buf_append(&resp->body, b, blen);
 out:
-	buf_free(&body);
 	buf_free(&row);
 }
 
