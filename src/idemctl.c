@@ -4,7 +4,8 @@
  *   idemctl stats             counts of keys, payments, charges
  *   idemctl purge [-n N]      delete expired keys, N per transaction
  *   idemctl inspect SCOPE KEY one key's record (the key given, never listed)
- *   idemctl stuck             claims whose lease ran out, keys hashed
+ *   idemctl stuck             claims that may have charged and whose lease
+ *                             ran out, keys shown by their keyhash
  *   idemctl hash-key [SECRET] the keys-file digest of an API secret
  *   idemctl new-key ACCOUNT   a fresh API secret and its keys-file line
  *
@@ -20,6 +21,7 @@
 #include "crypto.h"
 #include "err.h"
 #include "fault.h"
+#include "keyhash.h"
 #include "metrics.h"
 #include "provider.h"
 #include "store.h"
@@ -38,7 +40,8 @@ ctl_usage(void)
 static struct store *
 ctl_store(int read_only)
 {
-	struct store_config sc = { ctl_cfg.db_dir, ctl_cfg.map_size, read_only };
+	struct store_config sc = { ctl_cfg.db_dir, ctl_cfg.map_size, read_only,
+	    ctl_cfg.keys_per_account };
 	struct store *s;
 	int rc;
 
@@ -51,7 +54,7 @@ ctl_store(int read_only)
 }
 
 struct ctl_stats {
-	size_t keys, completed, in_progress, stuck;
+	size_t keys, completed, in_progress, stuck, pending;
 	uint64_t now;
 };
 
@@ -69,6 +72,8 @@ ctl_count(void *ctx, const char *scope, const char *key, const struct rec *r)
 		st->in_progress++;
 		if (r->lease_ms <= st->now)
 			st->stuck++;
+		if (r->stage != 0)
+			st->pending++;
 	}
 	return 0;
 }
@@ -78,7 +83,7 @@ ctl_stats(void)
 {
 	struct provider_config pc = { ctl_cfg.provider_dir, ctl_cfg.map_size,
 	    0, PROVIDER_FAIL_NONE };
-	struct ctl_stats st = { 0, 0, 0, 0, clock_now_ms() };
+	struct ctl_stats st = { 0, 0, 0, 0, 0, clock_now_ms() };
 	struct provider *p;
 	struct store *s = ctl_store(0);
 	size_t payments = 0, charges = 0, declines = 0;
@@ -99,9 +104,9 @@ ctl_stats(void)
 	}
 	provider_close(p);
 	printf("keys: %zu\ncompleted: %zu\nin_progress: %zu\nstuck: %zu\n"
-	    "payments: %zu\ncharges: %zu\ndeclines: %zu\n", st.keys,
-	    st.completed, st.in_progress, st.stuck, payments, charges,
-	    declines);
+	    "pending: %zu\npayments: %zu\ncharges: %zu\ndeclines: %zu\n",
+	    st.keys, st.completed, st.in_progress, st.stuck, st.pending,
+	    payments, charges, declines);
 	return 0;
 }
 
@@ -148,7 +153,7 @@ static void
 ctl_show(const char *scope, const char *keyhash, const struct rec *r,
     uint64_t now)
 {
-	printf("scope: %s\nkey_sha256: %s\nstate: %s\nattempts: %u\n"
+	printf("scope: %s\nkeyhash: %s\nstate: %s\nattempts: %u\n"
 	    "stage: %u\ncreated_ms: %llu\nexpires_ms: %llu\n", scope, keyhash,
 	    ctl_state(r, now), r->attempts, r->stage,
 	    (unsigned long long)r->created_ms,
@@ -160,19 +165,32 @@ ctl_show(const char *scope, const char *keyhash, const struct rec *r,
 		printf("lease_ms: %llu\n", (unsigned long long)r->lease_ms);
 }
 
+/*
+ * The key as the responder's log names it (keyhash.h), so an operator
+ * can find its lines; "-" when no worker has made the secret yet.  The
+ * secret is only read here: created by idemctl running as another user,
+ * it would lock the workers out of it.
+ */
 static void
-ctl_keyhash(const char *key, char out[2 * CRYPTO_SHA256_SIZE + 1])
+ctl_keyhash(const char *scope, const char *key, char out[KEYHASH_HEX + 1])
 {
-	uint8_t d[CRYPTO_SHA256_SIZE];
+	static uint8_t secret[KEYHASH_SECRET_SIZE];
+	static int loaded = -1;
+	char err[64];
 
-	crypto_sha256(key, strlen(key), d);
-	crypto_hex(d, sizeof(d), out);
+	if (loaded == -1)
+		loaded = keyhash_secret_load(ctl_cfg.db_dir, 0, secret, err,
+		    sizeof(err)) == 0;
+	if (loaded)
+		keyhash_compute(secret, scope, key, out);
+	else
+		snprintf(out, KEYHASH_HEX + 1, "-");
 }
 
 static int
 ctl_inspect(const char *scope, const char *key)
 {
-	char hash[2 * CRYPTO_SHA256_SIZE + 1];
+	char hash[KEYHASH_HEX + 1];
 	struct store *s = ctl_store(0);
 	struct rec r;
 	int rc;
@@ -187,7 +205,7 @@ ctl_inspect(const char *scope, const char *key)
 		fprintf(stderr, "idemctl: %s\n", idem_strerror(rc));
 		return 1;
 	}
-	ctl_keyhash(key, hash);
+	ctl_keyhash(scope, key, hash);
 	ctl_show(scope, hash, &r, clock_now_ms());
 	rec_free(&r);
 	return 0;
@@ -197,13 +215,13 @@ static int
 ctl_stuck_one(void *ctx, const char *scope, const char *key,
     const struct rec *r)
 {
-	char hash[2 * CRYPTO_SHA256_SIZE + 1];
+	char hash[KEYHASH_HEX + 1];
 	uint64_t now = *(uint64_t *)ctx;
 
-	if (r->state != REC_IN_PROGRESS || r->lease_ms > now)
+	if (r->lease_ms > now)
 		return 0;
-	ctl_keyhash(key, hash);
-	printf("%s %.16s attempts=%u stage=%u lease_ended_s_ago=%llu\n",
+	ctl_keyhash(scope, key, hash);
+	printf("%s %s attempts=%u stage=%u lease_ended_s_ago=%llu\n",
 	    scope, hash, r->attempts, r->stage,
 	    (unsigned long long)((now - r->lease_ms) / 1000));
 	return 0;
@@ -216,7 +234,7 @@ ctl_stuck(void)
 	uint64_t now = clock_now_ms();
 	int rc;
 
-	rc = store_each(s, ctl_stuck_one, &now);
+	rc = store_each_pending(s, ctl_stuck_one, &now);
 	store_close(s);
 	if (rc != IDEM_OK) {
 		fprintf(stderr, "idemctl: %s\n", idem_strerror(rc));

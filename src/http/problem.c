@@ -1,6 +1,8 @@
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
@@ -46,6 +48,8 @@ static const struct {
 	[PROBLEM_INTERNAL] = { "internal-error", 500,
 	    "Internal server error" },
 	[PROBLEM_BAD_REQUEST] = { "bad-request", 400, "Bad request" },
+	[PROBLEM_TOO_MANY_KEYS] = { "too-many-keys", 429,
+	    "Too many live Idempotency-Keys for this account" },
 };
 
 static const char *problem_base = "/problems/";
@@ -68,20 +72,78 @@ problem_status(enum problem p)
 	return problem_table[p].status;
 }
 
+/*
+ * The length of the well-formed UTF-8 sequence at s (RFC 3629 section 4:
+ * no overlong forms, no surrogates, nothing past U+10FFFF), or 0.
+ */
+static size_t
+problem_utf8_len(const unsigned char *s)
+{
+	size_t n, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	for (i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+		return 0;
+	return n;
+}
+
+/*
+ * A copy of s (the caller frees it) in which every byte that does not
+ * begin a well-formed UTF-8 sequence is U+FFFD: a detail may quote what
+ * a client sent, and it is stored and replayed as JSON, which must be
+ * UTF-8 (RFC 8259 section 8.1).
+ */
+static char *
+problem_utf8_clean(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t len = strlen(s), n, o = 0;
+	char *out;
+
+	if (len > (SIZE_MAX - 1) / 3 || (out = malloc(3 * len + 1)) == NULL)
+		return NULL;
+	while (*p != '\0') {
+		if ((n = problem_utf8_len(p)) == 0) {
+			memcpy(out + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			p++;
+			continue;
+		}
+		memcpy(out + o, p, n);
+		o += n;
+		p += n;
+	}
+	out[o] = '\0';
+	return out;
+}
+
 int
 problem_build(struct response *resp, enum problem p, const char *fmt, ...)
 {
 	cJSON *o = NULL;
-	char *detail = NULL, *type = NULL, *text = NULL;
+	char *raw = NULL, *detail = NULL, *type = NULL, *text = NULL;
 	va_list ap;
 	int rc = IDEM_ENOMEM;
 
 	resp_reset(resp);
 	va_start(ap, fmt);
-	if (vasprintf(&detail, fmt, ap) < 0)
-		detail = NULL;
+	if (vasprintf(&raw, fmt, ap) < 0)
+		raw = NULL;
 	va_end(ap);
-	if (detail == NULL)
+	if (raw == NULL || (detail = problem_utf8_clean(raw)) == NULL)
 		goto out;
 	if (asprintf(&type, "%s%s.html", problem_base,
 	    problem_table[p].slug) < 0) {
@@ -107,5 +169,6 @@ out:
 	cJSON_Delete(o);
 	free(type);
 	free(detail);
+	free(raw);
 	return rc;
 }

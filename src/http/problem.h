@@ -29,6 +29,7 @@ enum problem {
 	PROBLEM_STORE_UNAVAILABLE, /* 503 */
 	PROBLEM_INTERNAL,          /* 500 */
 	PROBLEM_BAD_REQUEST,       /* 400 */
+	PROBLEM_TOO_MANY_KEYS,     /* 429 */
 	PROBLEM__MAX
 };
 

@@ -34,9 +34,14 @@ req_parse_length(const char *s, size_t *len)
 	for (; *s != '\0'; s++) {
 		if (*s < '0' || *s > '9')
 			return -1;
+		/*
+		 * A well-formed length too large for size_t is still a length:
+		 * it saturates, so the caller answers 413, not "not a number".
+		 */
 		if (v > (SIZE_MAX - 9) / 10)
-			return -1;
-		v = v * 10 + (size_t)(*s - '0');
+			v = SIZE_MAX;
+		else
+			v = v * 10 + (size_t)(*s - '0');
 	}
 	*len = v;
 	return 0;

@@ -114,6 +114,7 @@ static const struct {
 	{ 413, "Content Too Large" },
 	{ 415, "Unsupported Media Type" },
 	{ 422, "Unprocessable Content" },
+	{ 429, "Too Many Requests" },
 	{ 500, "Internal Server Error" },
 	{ 502, "Bad Gateway" },
 	{ 503, "Service Unavailable" },

@@ -39,6 +39,23 @@ crypto_init(void)
 	return IDEM_OK;
 }
 
+void
+crypto_hmac_sha256(const uint8_t *key, size_t keylen,
+    const struct crypto_part *parts, size_t n,
+    uint8_t out[CRYPTO_SHA256_SIZE])
+{
+	crypto_auth_hmacsha256_state st;
+	size_t i;
+
+	crypto_auth_hmacsha256_init(&st, key, keylen);
+	for (i = 0; i < n; i++)
+		if (parts[i].len > 0)
+			crypto_auth_hmacsha256_update(&st, parts[i].data,
+			    parts[i].len);
+	crypto_auth_hmacsha256_final(&st, out);
+	sodium_memzero(&st, sizeof(st));
+}
+
 static crypto_hash_sha256_state *
 crypto_sha256_state(struct crypto_sha256 *h)
 {

@@ -29,6 +29,18 @@ void crypto_sha256(const void *data, size_t len, uint8_t out[CRYPTO_SHA256_SIZE]
 /* Fills buf with len bytes from the system's CSPRNG. */
 void crypto_random(void *buf, size_t len);
 
+/*
+ * HMAC-SHA-256 (RFC 2104) of the concatenation of the n parts, under key
+ * (keylen bytes, any length).
+ */
+struct crypto_part {
+	const void *data;
+	size_t len;
+};
+void crypto_hmac_sha256(const uint8_t *key, size_t keylen,
+    const struct crypto_part *parts, size_t n,
+    uint8_t out[CRYPTO_SHA256_SIZE]);
+
 /* Compares len bytes in time that does not depend on their contents; 1 if equal. */
 int crypto_equal(const void *a, const void *b, size_t len);
 

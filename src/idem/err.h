@@ -20,6 +20,7 @@ enum idem_err {
 	IDEM_ECORRUPT,  /* a stored record could not be decoded */
 	IDEM_ELOST,     /* the claim is no longer ours: taken over or gone */
 	IDEM_ETOOBIG,   /* a value exceeds a limit */
+	IDEM_ELIMIT,    /* the scope holds as many live keys as it may */
 	IDEM_ERR__MAX
 };
 

@@ -68,7 +68,8 @@ fault_wait(const char *path)
 
 /*
  * Acts on one "action" of a "point:action" entry that named this point:
- * kill, killonce=MARKER or wait=FIFO.
+ * kill, killonce=MARKER, wait=FIFO, or fail (returns 1: the caller fails
+ * as if the store were full).
  */
 static int
 fault_path(const char *p, size_t len, char *out, size_t outlen)
@@ -82,19 +83,21 @@ fault_path(const char *p, size_t len, char *out, size_t outlen)
 	return 0;
 }
 
-static void
+static int
 fault_act(const char *action, size_t len)
 {
 	char path[4096];
 	int fd;
 
+	if (len == 4 && strncmp(action, "fail", 4) == 0)
+		return 1;
 	if (len == 4 && strncmp(action, "kill", 4) == 0) {
 		/*
 		 * SIGKILL, not exit or abort: no stdio flush, no atexit, no
 		 * core, exactly what kill -9 from outside would leave behind.
 		 */
 		raise(SIGKILL);
-		return;
+		return 0;
 	}
 	if (len > 9 && strncmp(action, "killonce=", 9) == 0) {
 		/*
@@ -107,28 +110,30 @@ fault_act(const char *action, size_t len)
 			close(fd);
 			raise(SIGKILL);
 		}
-		return;
+		return 0;
 	}
 	if (len > 5 && strncmp(action, "wait=", 5) == 0) {
 		if (fault_path(action + 5, len - 5, path, sizeof(path)) == 0)
 			fault_wait(path);
-		return;
+		return 0;
 	}
 	fprintf(stderr, "fault: unknown action \"%.*s\"\n", (int)len, action);
+	return 0;
 }
 
 /*
  * IDEM_FAULT is a comma-separated list of "point:action" entries; every
  * entry that names this point is acted on, in order.
  */
-void
+int
 fault_point(const char *name)
 {
 	const char *spec, *entry, *end, *colon;
 	size_t namelen;
+	int fail = 0;
 
 	if ((spec = getenv("IDEM_FAULT")) == NULL || *spec == '\0')
-		return;
+		return 0;
 	namelen = strlen(name);
 	for (entry = spec; *entry != '\0'; entry = *end ? end + 1 : end) {
 		if ((end = strchr(entry, ',')) == NULL)
@@ -139,8 +144,9 @@ fault_point(const char *name)
 		if ((size_t)(colon - entry) != namelen ||
 		    strncmp(entry, name, namelen) != 0)
 			continue;
-		fault_act(colon + 1, (size_t)(end - colon - 1));
+		fail |= fault_act(colon + 1, (size_t)(end - colon - 1));
 	}
+	return fail;
 }
 
 /*
@@ -166,10 +172,11 @@ clock_now_ms(void)
 
 #else /* !IDEM_FAULT_POINTS */
 
-void
+int
 fault_point(const char *name)
 {
 	(void)name;
+	return 0;
 }
 
 uint64_t

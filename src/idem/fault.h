@@ -11,6 +11,8 @@
  *     IDEM_FAULT=in_provider:wait=/path    block until the fifo at /path
  *                                          is opened for writing and then
  *                                          closed by the test
+ *     IDEM_FAULT=store_checkpoint:fail     fault_point returns 1 there: the
+ *                                          store write fails (IDEM_EFULL)
  * IDEM_TEST_NOW_MS, when set, is the clock in milliseconds since the epoch.
  */
 #ifndef IDEM_FAULT_H
@@ -18,7 +20,8 @@
 
 #include <stdint.h>
 
-void fault_point(const char *name);
+/* 1 when IDEM_FAULT says this point fails ("fail"), else 0. */
+int fault_point(const char *name);
 
 /* Milliseconds since the Unix epoch. */
 uint64_t clock_now_ms(void);

@@ -3,8 +3,15 @@
  *
  * The hashed input is
  *
- *     len("idem-fp-v1") "idem-fp-v1"
+ *     len(tag) tag
  *     len(method) method  len(path) path  len(query) query  len(body) body
+ *
+ * where the tag names the layout's version and the mode that made the
+ * body field: "idem-fp-v1" for the canonical JSON form (the tag of the
+ * first release, which every canonical fingerprint already stored
+ * carries) and "idem-fp-v1-raw" for body bytes as received, so that the
+ * two modes never hash the same input and a record tells which one made
+ * it.
  *
  * where each len is the byte count as an 8-byte big-endian integer.  With
  * every field length-prefixed the encoding is injective: "GET" + "/ab"
@@ -22,7 +29,10 @@
 #include "err.h"
 #include "fp.h"
 
-#define FP_DOMAIN "idem-fp-v1"
+static const char *const fp_tag[FP_MODE__MAX] = {
+	[FP_CANONICAL] = "idem-fp-v1",
+	[FP_RAW] = "idem-fp-v1-raw",
+};
 
 _Static_assert(FP_SIZE == CRYPTO_SHA256_SIZE, "FP_SIZE must be a SHA-256");
 
@@ -50,13 +60,15 @@ fp_put_field(struct crypto_sha256 *h, const void *data, size_t len)
  * server, and both mean "no query".
  */
 void
-fp_compute(const char *method, const char *path, const char *query,
-    const void *body, size_t bodylen, uint8_t out[FP_SIZE])
+fp_compute(enum fp_mode mode, const char *method, const char *path,
+    const char *query, const void *body, size_t bodylen, uint8_t out[FP_SIZE])
 {
+	const char *tag = fp_tag[(unsigned)mode < FP_MODE__MAX ? mode :
+	    FP_RAW];
 	struct crypto_sha256 h;
 
 	crypto_sha256_init(&h);
-	fp_put_field(&h, FP_DOMAIN, sizeof(FP_DOMAIN) - 1);
+	fp_put_field(&h, tag, strlen(tag));
 	fp_put_field(&h, method != NULL ? method : "",
 	    method != NULL ? strlen(method) : 0);
 	fp_put_field(&h, path != NULL ? path : "",

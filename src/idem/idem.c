@@ -32,8 +32,10 @@ idem_begin(struct store *s, const char *scope, const char *key,
 	memset(&sc, 0, sizeof(sc));
 	rc = store_claim(s, scope, key, fp, out->token, now_ms, pol->lease_ms,
 	    pol->ttl_ms, &sc);
-	if (rc != IDEM_OK)
+	if (rc != IDEM_OK) {
+		out->retry_after = sc.retry_after;
 		return rc;
+	}
 	out->decision = sc.decision;
 	out->retry_after = sc.retry_after;
 	out->rec = sc.rec;

@@ -36,7 +36,8 @@ struct idem_policy {
  * Decides and, where it should, claims (scope, key) for a request whose
  * fingerprint is fp, at now_ms.  Returns IDEM_OK with out filled (free
  * out->rec with rec_free), or a store error, after which nothing is
- * claimed.
+ * claimed: IDEM_ELIMIT (the scope holds as many live keys as it may)
+ * comes with out->retry_after.
  */
 int idem_begin(struct store *s, const char *scope, const char *key,
     const uint8_t fp[FP_SIZE], uint64_t now_ms, const struct idem_policy *pol,

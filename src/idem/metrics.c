@@ -67,6 +67,8 @@ static const struct {
 	    "Expired keys deleted." },
 	[METRIC_STORE_ERRORS] = { "idem_store_errors_total",
 	    "Requests answered 503 because the store failed." },
+	[METRIC_LIMITED] = { "idem_limited_total",
+	    "New keys refused (429): the account held as many as it may." },
 };
 
 static struct metrics_file *metrics_map;

@@ -32,6 +32,7 @@ enum metric {
 	METRIC_LOST,          /* our claim was taken over under us */
 	METRIC_PURGED,        /* expired keys deleted */
 	METRIC_STORE_ERRORS,
+	METRIC_LIMITED,       /* 429: the scope holds as many keys as it may */
 	METRIC__MAX
 };
 

@@ -36,6 +36,12 @@ struct store_config {
 	const char *dir;      /* created if missing */
 	size_t map_size;      /* bytes; 0 for the default (256 MiB) */
 	int read_only;
+	/*
+	 * The most live records one scope may hold (0: no bound), so one
+	 * scope cannot fill the store that every scope shares.  A record
+	 * counts from its claim until it is released or purged.
+	 */
+	uint64_t max_keys_per_scope;
 };
 
 struct store;
@@ -62,9 +68,14 @@ struct store_claim {
  * asks engine_decide, and on ENGINE_CLAIM writes a fresh in-progress
  * record owned by token (lease now+lease_ms, expiry now+ttl_ms); on
  * ENGINE_TAKEOVER rewrites the record with the new token and lease,
- * attempts+1, keeping its stage and checkpoint.  Other decisions write
- * nothing.  out->rec is filled in every case but ENGINE_CLAIM of an
- * absent key, where it is the new record.
+ * attempts+1, keeping its stage and checkpoint, and moves its expiry to
+ * at least now+ttl_ms.  Other decisions write nothing.  out->rec is the
+ * record as it now stands.
+ *
+ * IDEM_ELIMIT when claiming a new key would take the scope past
+ * max_keys_per_scope (after purging what has expired, up to a bound):
+ * nothing is claimed, and out->retry_after gets the seconds until the
+ * oldest record of the store expires, at least 1.
  */
 int store_claim(struct store *s, const char *scope, const char *key,
     const uint8_t fp[FP_SIZE], const uint8_t token[REC_TOKEN_SIZE],
@@ -91,11 +102,15 @@ struct store_put {
 /*
  * Completes a claim we own: stores resp and writes every put, all in one
  * transaction, so the rows and the completion commit together or not at
- * all.  IDEM_ELOST when the claim is not ours any more (nothing written).
+ * all.  The record's expiry moves to at least now+ttl_ms: a retry of the
+ * stored answer, however late the answer came, finds it for a whole TTL
+ * instead of claiming afresh (and charging again).  IDEM_ELOST when the
+ * claim is not ours any more (nothing written).
  */
 int store_complete(struct store *s, const char *scope, const char *key,
     const uint8_t token[REC_TOKEN_SIZE], const struct rec_response *resp,
-    const struct store_put *puts, size_t nputs, uint64_t now_ms);
+    const struct store_put *puts, size_t nputs, uint64_t now_ms,
+    uint64_t ttl_ms);
 
 /*
  * Deletes a claim we own, so the key can be used afresh.  Only for a
@@ -113,9 +128,12 @@ int store_abandon(struct store *s, const char *scope, const char *key,
     const uint8_t token[REC_TOKEN_SIZE], uint64_t now_ms);
 
 /*
- * Deletes at most max records whose expiry is <= now_ms, walking the
- * expiry index in order, so the cost is what has expired, not what is
- * stored.  In-progress records whose lease is still valid are kept.
+ * Deletes at most max records whose time is up, walking the expiry index
+ * in order, so the cost is what has expired, not what is stored.  A
+ * record is indexed by its expiry, or by the end of its lease when that
+ * comes later; a claim past stage 0 (it may have left a side effect)
+ * never expires and lives in a separate index (store_each_pending), so
+ * no number of such claims can stand between purge and what expired.
  * *purged gets the count.
  */
 int store_purge(struct store *s, uint64_t now_ms, size_t max, size_t *purged);
@@ -150,6 +168,16 @@ int store_scan(struct store *s, enum store_table t, const void *prefix,
 typedef int (*store_each_fn)(void *ctx, const char *scope, const char *key,
     const struct rec *r);
 int store_each(struct store *s, store_each_fn fn, void *ctx);
+
+/*
+ * Like store_each, for the claims past stage 0 only (those that may have
+ * left a side effect and wait for a retry or a completer), from their
+ * own index: the cost is theirs, not the store's.
+ */
+int store_each_pending(struct store *s, store_each_fn fn, void *ctx);
+
+/* Live records of one scope, as counted against max_keys_per_scope. */
+int store_count_scope(struct store *s, const char *scope, uint64_t *n);
 
 /* Number of rows in table t, and of idempotency records. */
 int store_count(struct store *s, enum store_table t, size_t *n);

@@ -7,14 +7,21 @@
  * One environment in cfg->dir, with these named databases:
  *
  *	keys		scope NUL key -> record (record.h encoding)
- *	expiry		be64(expires_ms) scope NUL key -> empty
+ *	expiry		be64(purge time) scope NUL key -> empty
+ *	pending		scope NUL key -> empty
+ *	quota		scope -> be64(live records of the scope)
  *	payments, by_account, ledger
  *			one per enum store_table, for the application
  *
- * The expiry index sorts by time, so store_purge reads only what has
- * expired.  A record and its expiry entry are written and deleted in the
- * same transaction.  Scope cannot contain a NUL, so "scope NUL key" names
- * exactly one (scope, key): no scope can reach into another's keys.
+ * Every record has exactly one index entry (store_index_of): a claim past
+ * stage 0 may have left a side effect and never expires, so it is listed
+ * in pending; every other record is in expiry at the time it may be
+ * purged (its expiry, or the end of its lease if that comes later).  The
+ * expiry index sorts by time, so store_purge reads only what it deletes,
+ * and nothing it must keep can pile up in front of it.  A record, its
+ * index entry and its scope's count change in the same transaction.
+ * Scope cannot contain a NUL, so "scope NUL key" names exactly one
+ * (scope, key): no scope can reach into another's keys.
  *
  * Every write is one write transaction with LMDB's default, durable sync
  * (never MDB_NOSYNC, MDB_NOMETASYNC or an asynchronous MDB_WRITEMAP): when
@@ -45,8 +52,8 @@
 #include "store.h"
 
 #define STORE_DEFAULT_MAP_SIZE ((size_t)256 << 20)
-/* keys, expiry, and one per application table. */
-#define STORE_MAX_DBS (2 + STORE_TABLE__MAX)
+/* keys, expiry, pending, quota, and one per application table. */
+#define STORE_MAX_DBS (4 + STORE_TABLE__MAX)
 /*
  * Room for the longest LMDB key (511 bytes in a default build, see
  * mdb_env_get_maxkeysize), so keys are built on the stack.
@@ -54,11 +61,24 @@
 #define STORE_KEY_BUF 512
 #define STORE_EXPIRY_PREFIX 8
 /*
- * store_purge may step over entries it must keep (a claim whose lease
- * outlived its expiry, a record it cannot decode); it steps over at most
- * this many beyond max, so one call stays one short transaction.
+ * store_purge may step over index entries that delete no record (stale
+ * ones, a record it cannot decode); it steps over at most this many
+ * beyond max, so one call stays one short transaction.
  */
 #define STORE_PURGE_SLACK 64
+/*
+ * A claim that finds its scope at its bound first purges up to this many
+ * expired records, so a scope whose keys have expired is not held to
+ * its bound until an operator purges.
+ */
+#define STORE_LIMIT_PURGE 64
+/*
+ * New keys are refused (IDEM_EFULL) once the map is this full, in
+ * percent, so that the rest is kept for the writes that must not fail
+ * for want of room: the completion of a claim that charged, checkpoints,
+ * releases and purge itself, which needs pages to delete.
+ */
+#define STORE_CLAIM_FILL_MAX 90
 
 static const char *const store_table_names[STORE_TABLE__MAX] = {
 	[STORE_PAYMENTS] = "payments",
@@ -84,12 +104,15 @@ struct store_env {
 	MDB_env *env;
 	MDB_dbi keys;
 	MDB_dbi expiry;
+	MDB_dbi pending;
+	MDB_dbi quota;
 	MDB_dbi tables[STORE_TABLE__MAX];
 };
 
 struct store {
 	struct store_env *e;
 	int read_only;
+	uint64_t max_keys;
 };
 
 /* A key built on the stack: a record key, or an expiry key. */
@@ -228,7 +251,9 @@ store_dbis_open(struct store_env *e, MDB_txn *txn, unsigned int flags)
 	int rc, i;
 
 	if ((rc = mdb_dbi_open(txn, "keys", flags, &e->keys)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "expiry", flags, &e->expiry)) != 0)
+	    (rc = mdb_dbi_open(txn, "expiry", flags, &e->expiry)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "pending", flags, &e->pending)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "quota", flags, &e->quota)) != 0)
 		return rc;
 	for (i = 0; i < STORE_TABLE__MAX; i++)
 		if ((rc = mdb_dbi_open(txn, store_table_names[i], flags,
@@ -348,6 +373,7 @@ store_open(const struct store_config *cfg, struct store **out)
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return IDEM_ENOMEM;
 	s->read_only = cfg->read_only;
+	s->max_keys = cfg->max_keys_per_scope;
 	if ((e = store_env_find(&st)) != NULL) {
 		/* A read-only environment cannot serve a writer. */
 		if (e->read_only && !cfg->read_only) {
@@ -494,6 +520,133 @@ store_expiry_del(struct store *s, MDB_txn *txn, uint64_t expires_ms,
 	return rc == IDEM_ENOTFOUND ? IDEM_OK : rc;
 }
 
+/* Where a record is indexed (see the top of this file). */
+enum store_index {
+	STORE_INDEX_EXPIRY,
+	STORE_INDEX_PENDING
+};
+
+/*
+ * The index entry of r: pending for a claim past stage 0, else expiry at
+ * *at, the later of its expiry and (in progress) the end of its lease, so
+ * that when purge reaches the entry the record is expired by
+ * engine_decide's rule and no running claim is in the way.
+ */
+static enum store_index
+store_index_of(const struct rec *r, uint64_t *at)
+{
+	*at = 0;
+	if (r->state == REC_IN_PROGRESS && r->stage != 0)
+		return STORE_INDEX_PENDING;
+	*at = r->expires_ms;
+	if (r->state == REC_IN_PROGRESS && r->lease_ms > *at)
+		*at = r->lease_ms;
+	return STORE_INDEX_EXPIRY;
+}
+
+static int
+store_pending_put(struct store *s, MDB_txn *txn, const struct store_key *k)
+{
+	MDB_val key = { .mv_size = k->len, .mv_data = (void *)k->data };
+	MDB_val val = { .mv_size = 0, .mv_data = NULL };
+
+	return store_err(mdb_put(txn, s->e->pending, &key, &val, 0));
+}
+
+static int
+store_pending_del(struct store *s, MDB_txn *txn, const struct store_key *k)
+{
+	MDB_val key = { .mv_size = k->len, .mv_data = (void *)k->data };
+	int rc;
+
+	rc = store_err(mdb_del(txn, s->e->pending, &key, NULL));
+	return rc == IDEM_ENOTFOUND ? IDEM_OK : rc;
+}
+
+/*
+ * Moves the index entry of k from where old put it to where new puts it.
+ * old NULL: the record is new; new NULL: the record is being deleted.
+ */
+static int
+store_index_move(struct store *s, MDB_txn *txn, const struct store_key *k,
+    const struct rec *old, const struct rec *new)
+{
+	enum store_index oi = STORE_INDEX_EXPIRY, ni = STORE_INDEX_EXPIRY;
+	uint64_t oat = 0, nat = 0;
+	int rc;
+
+	if (old != NULL)
+		oi = store_index_of(old, &oat);
+	if (new != NULL)
+		ni = store_index_of(new, &nat);
+	if (old != NULL && new != NULL && oi == ni && oat == nat)
+		return IDEM_OK;
+	if (old != NULL) {
+		rc = oi == STORE_INDEX_PENDING ? store_pending_del(s, txn, k) :
+		    store_expiry_del(s, txn, oat, k);
+		if (rc != IDEM_OK)
+			return rc;
+	}
+	if (new == NULL)
+		return IDEM_OK;
+	return ni == STORE_INDEX_PENDING ? store_pending_put(s, txn, k) :
+	    store_expiry_put(s, txn, nat, k);
+}
+
+/* The scope's live-record count; 0 when it has no row. */
+static int
+store_quota_get(struct store *s, MDB_txn *txn, const uint8_t *scope,
+    size_t slen, uint64_t *n)
+{
+	MDB_val key = { .mv_size = slen, .mv_data = (void *)scope };
+	MDB_val val;
+	int rc;
+
+	*n = 0;
+	rc = store_err(mdb_get(txn, s->e->quota, &key, &val));
+	if (rc == IDEM_ENOTFOUND)
+		return IDEM_OK;
+	if (rc != IDEM_OK)
+		return rc;
+	if (val.mv_size != 8)
+		return IDEM_ECORRUPT;
+	*n = store_get_be64(val.mv_data);
+	return IDEM_OK;
+}
+
+/*
+ * Adds delta (+1 or -1) to the count of the scope of record key k.  The
+ * count never goes below 0: a store written before counts were kept
+ * holds records that were never counted.
+ */
+static int
+store_quota_add(struct store *s, MDB_txn *txn, const struct store_key *k,
+    int delta)
+{
+	const uint8_t *nul = memchr(k->data, '\0', k->len);
+	size_t slen = nul == NULL ? k->len : (size_t)(nul - k->data);
+	MDB_val key = { .mv_size = slen, .mv_data = (void *)k->data };
+	MDB_val val;
+	uint8_t be[8];
+	uint64_t n;
+	int rc;
+
+	if ((rc = store_quota_get(s, txn, k->data, slen, &n)) != IDEM_OK)
+		return rc;
+	if (delta > 0)
+		n++;
+	else if (n > 0)
+		n--;
+	if (n == 0) {
+		rc = store_err(mdb_del(txn, s->e->quota, &key, NULL));
+		return rc == IDEM_ENOTFOUND ? IDEM_OK : rc;
+	}
+	store_be64(be, n);
+	val.mv_size = sizeof(be);
+	val.mv_data = be;
+	return store_err(mdb_put(txn, s->e->quota, &key, &val, 0));
+}
+
 /*
  * Loads the record of k into *r and checks that it is an in-progress
  * claim held by token.  IDEM_ELOST (and *r empty) when it is gone,
@@ -537,20 +690,23 @@ store_lookup(struct store *s, const char *scope, const char *key,
 	return rc;
 }
 
+static int store_purge_txn(struct store *s, MDB_txn *txn, uint64_t now_ms,
+    size_t max, size_t *purged, int *changed);
+
 /*
  * Replaces whatever is in *r (an expired record, or nothing) with a fresh
- * claim, and writes it and its expiry entry.
+ * claim, and writes it, its index entry and, for a new key, its scope's
+ * count.
  */
 static int
 store_claim_fresh(struct store *s, MDB_txn *txn, const struct store_key *k,
     int stale, const uint8_t fp[FP_SIZE], const uint8_t token[REC_TOKEN_SIZE],
     uint64_t now_ms, uint64_t lease_ms, uint64_t ttl_ms, struct rec *r)
 {
+	/* Only the fields store_index_of reads are used from old. */
+	struct rec old = *r;
 	int rc;
 
-	if (stale && (rc = store_expiry_del(s, txn, r->expires_ms, k)) !=
-	    IDEM_OK)
-		return rc;
 	rec_free(r);
 	r->state = REC_IN_PROGRESS;
 	memcpy(r->fp, fp, FP_SIZE);
@@ -559,25 +715,150 @@ store_claim_fresh(struct store *s, MDB_txn *txn, const struct store_key *k,
 	r->expires_ms = store_add_ms(now_ms, ttl_ms);
 	r->lease_ms = store_add_ms(now_ms, lease_ms);
 	r->attempts = 1;
-	if ((rc = store_rec_put(s, txn, k, r)) != IDEM_OK)
+	if ((rc = store_rec_put(s, txn, k, r)) != IDEM_OK ||
+	    (rc = store_index_move(s, txn, k, stale ? &old : NULL, r)) !=
+	    IDEM_OK)
 		return rc;
-	return store_expiry_put(s, txn, r->expires_ms, k);
+	return stale ? IDEM_OK : store_quota_add(s, txn, k, 1);
 }
 
 /*
- * The expiry stays as it was: a take-over resumes the original request,
- * it does not start the key's lifetime again.
+ * A take-over resumes the original request: the claim keeps its creation
+ * time (and so its provider key).  Its expiry moves to at least
+ * now+ttl_ms, so that the answer this attempt stores stays for a whole
+ * TTL after the retry that may still be waiting for it.
  */
 static int
 store_claim_takeover(struct store *s, MDB_txn *txn, const struct store_key *k,
     const uint8_t token[REC_TOKEN_SIZE], uint64_t now_ms, uint64_t lease_ms,
-    struct rec *r)
+    uint64_t ttl_ms, struct rec *r)
 {
+	struct rec old = *r;
+	uint64_t exp = store_add_ms(now_ms, ttl_ms);
+	int rc;
+
 	memcpy(r->token, token, REC_TOKEN_SIZE);
 	r->lease_ms = store_add_ms(now_ms, lease_ms);
+	if (exp > r->expires_ms)
+		r->expires_ms = exp;
 	if (r->attempts < UINT32_MAX)
 		r->attempts++;
-	return store_rec_put(s, txn, k, r);
+	if ((rc = store_rec_put(s, txn, k, r)) != IDEM_OK)
+		return rc;
+	return store_index_move(s, txn, k, &old, r);
+}
+
+/*
+ * Pages on LMDB's freelist, which later transactions reuse: each entry
+ * of the free database (handle 0) lists page numbers after a count.
+ * LMDB opens that database to read transactions only, so this takes one
+ * of its own (MDB_NOTLS lets a thread hold it beside its write
+ * transaction); it sees the last commit, close enough for a threshold.
+ */
+static size_t
+store_free_pages(struct store *s)
+{
+	MDB_txn *txn;
+	MDB_cursor *c;
+	MDB_val k, v;
+	size_t n = 0, cnt;
+	int op = MDB_FIRST;
+
+	if (mdb_txn_begin(s->e->env, NULL, MDB_RDONLY, &txn) != 0)
+		return 0;
+	if (mdb_cursor_open(txn, 0, &c) == 0) {
+		while (mdb_cursor_get(c, &k, &v, op) == 0) {
+			op = MDB_NEXT;
+			if (v.mv_size >= sizeof(cnt)) {
+				memcpy(&cnt, v.mv_data, sizeof(cnt));
+				n += cnt;
+			}
+		}
+		mdb_cursor_close(c);
+	}
+	mdb_txn_abort(txn);
+	return n;
+}
+
+/*
+ * IDEM_EFULL when the map is past STORE_CLAIM_FILL_MAX percent used.  The
+ * high-water mark is read first, and the freelist walked only when that
+ * is past the line, so a store with room pays nothing.
+ */
+static int
+store_room_for_claim(struct store *s)
+{
+	MDB_envinfo info;
+	MDB_stat st;
+	size_t pages, used, free;
+
+	if (mdb_env_info(s->e->env, &info) != 0 ||
+	    mdb_env_stat(s->e->env, &st) != 0 || st.ms_psize == 0)
+		return IDEM_OK;
+	pages = info.me_mapsize / st.ms_psize;
+	used = info.me_last_pgno + 1;
+	if (used / STORE_CLAIM_FILL_MAX < pages / 100)
+		return IDEM_OK;
+	free = store_free_pages(s);
+	used = used > free ? used - free : 0;
+	return used / STORE_CLAIM_FILL_MAX < pages / 100 ? IDEM_OK : IDEM_EFULL;
+}
+
+/*
+ * Seconds until the oldest entry of the expiry index comes due, at least
+ * 1 and at most the TTL: the soonest a scope at its bound can have room.
+ */
+static uint32_t
+store_limit_retry(struct store *s, MDB_txn *txn, uint64_t now_ms,
+    uint64_t ttl_ms)
+{
+	uint64_t wait = ttl_ms, secs, at;
+	MDB_cursor *c;
+	MDB_val key, val;
+
+	if (mdb_cursor_open(txn, s->e->expiry, &c) == 0) {
+		if (mdb_cursor_get(c, &key, &val, MDB_FIRST) == 0 &&
+		    key.mv_size >= STORE_EXPIRY_PREFIX) {
+			at = store_get_be64(key.mv_data);
+			wait = at > now_ms ? at - now_ms : 0;
+			if (wait > ttl_ms)
+				wait = ttl_ms;
+		}
+		mdb_cursor_close(c);
+	}
+	secs = wait / 1000 + (wait % 1000 != 0);
+	if (secs < 1)
+		secs = 1;
+	return secs > UINT32_MAX ? UINT32_MAX : (uint32_t)secs;
+}
+
+/*
+ * IDEM_OK when k's scope may hold one more record, IDEM_ELIMIT (with
+ * *retry_after) when it may not.  A scope at its bound first purges what
+ * has expired, which *changed reports, so that the caller commits that
+ * work even when it claims nothing.
+ */
+static int
+store_limit_check(struct store *s, MDB_txn *txn, const struct store_key *k,
+    uint64_t now_ms, uint64_t ttl_ms, uint32_t *retry_after, int *changed)
+{
+	const uint8_t *nul = memchr(k->data, '\0', k->len);
+	size_t slen = (size_t)(nul - k->data), purged = 0;
+	uint64_t n;
+	int rc;
+
+	if ((rc = store_quota_get(s, txn, k->data, slen, &n)) != IDEM_OK)
+		return rc;
+	if (n < s->max_keys)
+		return IDEM_OK;
+	if ((rc = store_purge_txn(s, txn, now_ms, STORE_LIMIT_PURGE, &purged,
+	    changed)) != IDEM_OK ||
+	    (rc = store_quota_get(s, txn, k->data, slen, &n)) != IDEM_OK)
+		return rc;
+	if (n < s->max_keys)
+		return IDEM_OK;
+	*retry_after = store_limit_retry(s, txn, now_ms, ttl_ms);
+	return IDEM_ELIMIT;
 }
 
 int
@@ -589,7 +870,8 @@ store_claim(struct store *s, const char *scope, const char *key,
 	struct store_key k;
 	struct rec cur;
 	MDB_txn *txn;
-	int rc, found;
+	uint32_t retry_after = 0;
+	int rc, found, purged = 0;
 
 	memset(out, 0, sizeof(*out));
 	/* A zero lease or TTL would let the very next retry run again. */
@@ -612,12 +894,18 @@ store_claim(struct store *s, const char *scope, const char *key,
 	    &out->retry_after);
 	switch (out->decision) {
 	case ENGINE_CLAIM:
+		if (!found && s->max_keys > 0 &&
+		    (rc = store_limit_check(s, txn, &k, now_ms, ttl_ms,
+		    &retry_after, &purged)) != IDEM_OK)
+			goto limited;
+		if ((rc = store_room_for_claim(s)) != IDEM_OK)
+			goto limited;
 		rc = store_claim_fresh(s, txn, &k, found, fp, token, now_ms,
 		    lease_ms, ttl_ms, &cur);
 		break;
 	case ENGINE_TAKEOVER:
 		rc = store_claim_takeover(s, txn, &k, token, now_ms, lease_ms,
-		    &cur);
+		    ttl_ms, &cur);
 		break;
 	default:
 		/* Nothing to write: give the lock back without a sync. */
@@ -632,6 +920,18 @@ store_claim(struct store *s, const char *scope, const char *key,
 		goto fail_rec;
 	out->rec = cur;
 	return IDEM_OK;
+
+limited:
+	/* Keep what the purge on the way did, though nothing is claimed. */
+	if (rc == IDEM_ELIMIT && purged) {
+		if ((rc = store_txn_commit(txn)) == IDEM_OK)
+			rc = IDEM_ELIMIT;
+	} else
+		mdb_txn_abort(txn);
+	rec_free(&cur);
+	memset(out, 0, sizeof(*out));
+	out->retry_after = rc == IDEM_ELIMIT ? retry_after : 0;
+	return rc;
 
 fail_txn:
 	mdb_txn_abort(txn);
@@ -661,13 +961,18 @@ store_checkpoint(struct store *s, const char *scope, const char *key,
 		return rc;
 	if ((rc = store_rec_own(s, txn, &k, token, &cur)) != IDEM_OK)
 		goto fail_txn;
+	if (fault_point("store_checkpoint")) {
+		rc = IDEM_EFULL;
+		goto fail_rec;
+	}
 	/* next borrows cp from the caller and is only encoded, never freed. */
 	next = cur;
 	next.stage = stage;
 	next.cp = (uint8_t *)cp;
 	next.cplen = cplen;
 	next.lease_ms = store_add_ms(now_ms, lease_ms);
-	if ((rc = store_rec_put(s, txn, &k, &next)) != IDEM_OK)
+	if ((rc = store_rec_put(s, txn, &k, &next)) != IDEM_OK ||
+	    (rc = store_index_move(s, txn, &k, &cur, &next)) != IDEM_OK)
 		goto fail_rec;
 	rec_free(&cur);
 	return store_txn_commit(txn);
@@ -721,16 +1026,19 @@ store_puts_write(struct store *s, MDB_txn *txn, const struct store_put *puts,
 /*
  * The completed record keeps the stage (how far the work went) but drops
  * the checkpoint bytes, which nothing reads once the answer is stored.
- * Its token is zeroed, so no one owns it any more, and its lease_ms
- * becomes the time of completion.
+ * Its token is zeroed, so no one owns it any more, its lease_ms becomes
+ * the time of completion, and it moves from wherever it was indexed to
+ * the expiry index at its (possibly later) expiry.
  */
 int
 store_complete(struct store *s, const char *scope, const char *key,
     const uint8_t token[REC_TOKEN_SIZE], const struct rec_response *resp,
-    const struct store_put *puts, size_t nputs, uint64_t now_ms)
+    const struct store_put *puts, size_t nputs, uint64_t now_ms,
+    uint64_t ttl_ms)
 {
 	struct store_key k;
 	struct rec cur, done;
+	uint64_t exp = store_add_ms(now_ms, ttl_ms);
 	MDB_txn *txn;
 	int rc;
 
@@ -744,15 +1052,22 @@ store_complete(struct store *s, const char *scope, const char *key,
 		return rc;
 	if ((rc = store_rec_own(s, txn, &k, token, &cur)) != IDEM_OK)
 		goto fail_txn;
+	if (fault_point("store_complete")) {
+		rc = IDEM_EFULL;
+		goto fail_rec;
+	}
 	/* done borrows resp from the caller and is only encoded. */
 	done = cur;
 	done.state = REC_COMPLETED;
 	memset(done.token, 0, sizeof(done.token));
 	done.lease_ms = now_ms;
+	if (exp > done.expires_ms)
+		done.expires_ms = exp;
 	done.cp = NULL;
 	done.cplen = 0;
 	done.resp = *resp;
 	if ((rc = store_rec_put(s, txn, &k, &done)) != IDEM_OK ||
+	    (rc = store_index_move(s, txn, &k, &cur, &done)) != IDEM_OK ||
 	    (rc = store_puts_write(s, txn, puts, nputs)) != IDEM_OK)
 		goto fail_rec;
 	rec_free(&cur);
@@ -786,7 +1101,8 @@ store_release(struct store *s, const char *scope, const char *key,
 	dkey.mv_data = k.data;
 	if ((rc = store_err(mdb_del(txn, s->e->keys, &dkey, NULL))) !=
 	    IDEM_OK ||
-	    (rc = store_expiry_del(s, txn, cur.expires_ms, &k)) != IDEM_OK)
+	    (rc = store_index_move(s, txn, &k, &cur, NULL)) != IDEM_OK ||
+	    (rc = store_quota_add(s, txn, &k, -1)) != IDEM_OK)
 		goto fail_rec;
 	rec_free(&cur);
 	return store_txn_commit(txn);
@@ -803,7 +1119,7 @@ store_abandon(struct store *s, const char *scope, const char *key,
     const uint8_t token[REC_TOKEN_SIZE], uint64_t now_ms)
 {
 	struct store_key k;
-	struct rec cur;
+	struct rec cur, next;
 	MDB_txn *txn;
 	int rc;
 
@@ -814,8 +1130,10 @@ store_abandon(struct store *s, const char *scope, const char *key,
 	if ((rc = store_rec_own(s, txn, &k, token, &cur)) != IDEM_OK)
 		goto fail_txn;
 	/* engine_decide treats lease_ms <= now as over: a take-over is due. */
-	cur.lease_ms = now_ms;
-	if ((rc = store_rec_put(s, txn, &k, &cur)) != IDEM_OK)
+	next = cur;
+	next.lease_ms = now_ms;
+	if ((rc = store_rec_put(s, txn, &k, &next)) != IDEM_OK ||
+	    (rc = store_index_move(s, txn, &k, &cur, &next)) != IDEM_OK)
 		goto fail_rec;
 	rec_free(&cur);
 	return store_txn_commit(txn);
@@ -829,10 +1147,31 @@ fail_txn:
 
 enum store_purge_step {
 	STORE_PURGE_STOP,    /* the index has nothing older than now */
-	STORE_PURGE_KEEP,    /* keep the entry and its record */
 	STORE_PURGE_DROP,    /* the index entry was stale: deleted alone */
 	STORE_PURGE_DELETE   /* record and index entry deleted */
 };
+
+/*
+ * An expiry entry that does not name its record's index entry is stale
+ * (the record is gone, was claimed afresh, or moved on): it is dropped,
+ * and the record's own entry is written again, which changes nothing
+ * when it is there already and mends a store written before claims past
+ * stage 0 had an index of their own.  A record that cannot be decoded
+ * loses its entry and stays, for an operator to look at: purge deletes
+ * nothing it cannot read, and nothing it cannot read stops purge.
+ */
+static int
+store_purge_stale(struct store *s, MDB_txn *txn, MDB_cursor *c,
+    const struct store_key *k, const struct rec *r,
+    enum store_purge_step *step)
+{
+	int rc;
+
+	*step = STORE_PURGE_DROP;
+	if ((rc = store_err(mdb_cursor_del(c, 0))) != IDEM_OK)
+		return rc;
+	return r == NULL ? IDEM_OK : store_index_move(s, txn, k, NULL, r);
+}
 
 /*
  * Decides about the expiry entry ek under the cursor, and deletes what
@@ -846,48 +1185,41 @@ store_purge_entry(struct store *s, MDB_txn *txn, MDB_cursor *c,
 	struct store_key k;
 	struct rec r;
 	MDB_val key;
-	uint64_t expires;
+	uint64_t due, at;
 	int rc;
 
-	*step = STORE_PURGE_KEEP;
 	if (ek->len <= STORE_EXPIRY_PREFIX) {
 		/* Not an entry this file writes; it points nowhere. */
 		*step = STORE_PURGE_DROP;
 		return store_err(mdb_cursor_del(c, 0));
 	}
-	expires = store_get_be64(ek->data);
-	if (expires > now_ms) {
+	due = store_get_be64(ek->data);
+	if (due > now_ms) {
 		*step = STORE_PURGE_STOP;
 		return IDEM_OK;
 	}
 	k.len = ek->len - STORE_EXPIRY_PREFIX;
 	memcpy(k.data, ek->data + STORE_EXPIRY_PREFIX, k.len);
 	rc = store_rec_get(s, txn, &k, &r);
-	if (rc == IDEM_ECORRUPT)
-		return IDEM_OK;
-	if (rc != IDEM_OK && rc != IDEM_ENOTFOUND)
+	if (rc == IDEM_ECORRUPT || rc == IDEM_ENOTFOUND)
+		return store_purge_stale(s, txn, c, &k, NULL, step);
+	if (rc != IDEM_OK)
 		return rc;
-	if (rc == IDEM_ENOTFOUND || r.expires_ms != expires) {
-		/* The record is gone or was claimed afresh since. */
+	if (store_index_of(&r, &at) != STORE_INDEX_EXPIRY || at != due) {
+		rc = store_purge_stale(s, txn, c, &k, &r, step);
 		rec_free(&r);
-		*step = STORE_PURGE_DROP;
-		return store_err(mdb_cursor_del(c, 0));
+		return rc;
 	}
 	/*
-	 * A worker that checkpointed past the expiry is still running: its
-	 * completion must find the record, or the client would lose it.  A
-	 * claim past stage 0 may have left a side effect and never expires
-	 * (engine.c): it waits for its retry, listed as stuck for operators.
+	 * Its time is up: a completed record or a stage-0 claim past its
+	 * expiry and its lease, which engine_decide counts as absent.
 	 */
-	if (r.state == REC_IN_PROGRESS && (r.lease_ms > now_ms ||
-	    r.stage != 0)) {
-		rec_free(&r);
-		return IDEM_OK;
-	}
 	rec_free(&r);
 	key.mv_size = k.len;
 	key.mv_data = k.data;
-	if ((rc = store_err(mdb_del(txn, s->e->keys, &key, NULL))) != IDEM_OK)
+	if ((rc = store_err(mdb_del(txn, s->e->keys, &key, NULL))) !=
+	    IDEM_OK ||
+	    (rc = store_quota_add(s, txn, &k, -1)) != IDEM_OK)
 		return rc;
 	*step = STORE_PURGE_DELETE;
 	return store_err(mdb_cursor_del(c, 0));
@@ -923,11 +1255,6 @@ store_purge_walk(struct store *s, MDB_txn *txn, MDB_cursor *c,
 			return rc;
 		if (step == STORE_PURGE_STOP)
 			return IDEM_OK;
-		if (step == STORE_PURGE_KEEP) {
-			rc = store_err(mdb_cursor_get(c, &key, &val,
-			    MDB_NEXT));
-			continue;
-		}
 		*changed = 1;
 		if (step == STORE_PURGE_DELETE)
 			(*purged)++;
@@ -938,11 +1265,26 @@ store_purge_walk(struct store *s, MDB_txn *txn, MDB_cursor *c,
 	return rc == IDEM_ENOTFOUND ? IDEM_OK : rc;
 }
 
+/* Purges inside txn: the work of store_purge, for any write transaction. */
+static int
+store_purge_txn(struct store *s, MDB_txn *txn, uint64_t now_ms, size_t max,
+    size_t *purged, int *changed)
+{
+	MDB_cursor *c;
+	int rc;
+
+	if ((rc = store_err(mdb_cursor_open(txn, s->e->expiry, &c))) !=
+	    IDEM_OK)
+		return rc;
+	rc = store_purge_walk(s, txn, c, now_ms, max, purged, changed);
+	mdb_cursor_close(c);
+	return rc;
+}
+
 int
 store_purge(struct store *s, uint64_t now_ms, size_t max, size_t *purged)
 {
 	MDB_txn *txn;
-	MDB_cursor *c;
 	size_t n = 0;
 	int rc, changed = 0;
 
@@ -951,13 +1293,11 @@ store_purge(struct store *s, uint64_t now_ms, size_t max, size_t *purged)
 		return IDEM_OK;
 	if ((rc = store_txn_begin(s, 1, &txn)) != IDEM_OK)
 		return rc;
-	if ((rc = store_err(mdb_cursor_open(txn, s->e->expiry, &c))) !=
-	    IDEM_OK)
-		goto fail_txn;
-	if ((rc = store_purge_walk(s, txn, c, now_ms, max, &n, &changed)) !=
-	    IDEM_OK)
-		goto fail_cursor;
-	mdb_cursor_close(c);
+	if ((rc = store_purge_txn(s, txn, now_ms, max, &n, &changed)) !=
+	    IDEM_OK) {
+		mdb_txn_abort(txn);
+		return rc;
+	}
 	if (!changed) {
 		/* Nothing to write: spare the two syncs of a commit. */
 		mdb_txn_abort(txn);
@@ -967,12 +1307,6 @@ store_purge(struct store *s, uint64_t now_ms, size_t max, size_t *purged)
 		return rc;
 	*purged = n;
 	return IDEM_OK;
-
-fail_cursor:
-	mdb_cursor_close(c);
-fail_txn:
-	mdb_txn_abort(txn);
-	return rc;
 }
 
 static int
@@ -1187,6 +1521,72 @@ store_each(struct store *s, store_each_fn fn, void *ctx)
 		rc = IDEM_OK;
 	mdb_cursor_close(c);
 fail_txn:
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+/*
+ * IDEM_ECORRUPT at an entry whose record cannot be read; an entry whose
+ * record is gone or no longer pending is skipped (it cannot be: the
+ * index changes with the record).
+ */
+int
+store_each_pending(struct store *s, store_each_fn fn, void *ctx)
+{
+	char names[STORE_KEY_BUF + 1];
+	const char *scope, *key;
+	MDB_txn *txn;
+	MDB_cursor *c;
+	MDB_val k, v;
+	struct rec r;
+	int rc, stop = 0;
+
+	if (fn == NULL)
+		return IDEM_EINVAL;
+	if ((rc = store_txn_begin(s, 0, &txn)) != IDEM_OK)
+		return rc;
+	if ((rc = store_err(mdb_cursor_open(txn, s->e->pending, &c))) !=
+	    IDEM_OK)
+		goto fail_txn;
+	rc = store_err(mdb_cursor_get(c, &k, &v, MDB_FIRST));
+	while (rc == IDEM_OK && !stop) {
+		if ((rc = store_key_split(&k, names, &scope, &key)) != IDEM_OK)
+			break;
+		rc = store_err(mdb_get(txn, s->e->keys, &k, &v));
+		if (rc == IDEM_OK) {
+			if ((rc = rec_decode(v.mv_data, v.mv_size, &r)) !=
+			    IDEM_OK)
+				break;
+			if (r.state == REC_IN_PROGRESS && r.stage != 0)
+				stop = fn(ctx, scope, key, &r);
+			rec_free(&r);
+		} else if (rc != IDEM_ENOTFOUND)
+			break;
+		rc = store_err(mdb_cursor_get(c, &k, &v, MDB_NEXT));
+	}
+	if (rc == IDEM_ENOTFOUND)
+		rc = IDEM_OK;
+	mdb_cursor_close(c);
+fail_txn:
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+int
+store_count_scope(struct store *s, const char *scope, uint64_t *n)
+{
+	MDB_txn *txn;
+	size_t slen;
+	int rc;
+
+	*n = 0;
+	if (scope == NULL || *scope == '\0')
+		return IDEM_EINVAL;
+	if ((slen = strlen(scope)) > s->e->maxkey)
+		return IDEM_ETOOBIG;
+	if ((rc = store_txn_begin(s, 0, &txn)) != IDEM_OK)
+		return rc;
+	rc = store_quota_get(s, txn, (const uint8_t *)scope, slen, n);
 	mdb_txn_abort(txn);
 	return rc;
 }

@@ -1,9 +1,9 @@
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "app.h"
-#include "crypto.h"
 #include "err.h"
 #include "fault.h"
 #include "handlers.h"
@@ -51,7 +51,9 @@ app_close(struct app *a)
 int
 app_ensure_open(struct app *a)
 {
-	struct store_config sc = { a->cfg.db_dir, a->cfg.map_size, 0 };
+	struct store_config sc = { a->cfg.db_dir, a->cfg.map_size, 0,
+	    a->cfg.keys_per_account };
+	char err[PATH_MAX + 64];
 	struct provider_config pc = { a->cfg.provider_dir, a->cfg.map_size,
 	    a->cfg.provider_latency_ms, a->cfg.provider_fail };
 	int rc;
@@ -65,6 +67,15 @@ app_ensure_open(struct app *a)
 		if (metrics_open(a->cfg.db_dir) != IDEM_OK)
 			fprintf(stderr, "idem: metrics off: cannot map %s/"
 			    "metrics\n", a->cfg.db_dir);
+	}
+	/* Without its secret a key is logged as "-", never in a weak form. */
+	if (!a->have_secret) {
+		if (keyhash_secret_load(a->cfg.db_dir, 1, a->secret, err,
+		    sizeof(err)) == 0)
+			a->have_secret = 1;
+		else
+			fprintf(stderr, "idem: keys logged as \"-\": %s\n",
+			    err);
 	}
 	if (a->provider == NULL &&
 	    (rc = provider_open(&pc, &a->provider)) != IDEM_OK) {
@@ -182,27 +193,60 @@ app_route(struct app *a, enum req_status st, const struct request *req,
 		pay_list(a, req, principal, resp);
 }
 
+/* The longest field copied into a log line; the rest is cut with "...". */
+#define APP_LOG_FIELD 256
+
+/*
+ * Copies a field of the request into out for the log: every byte outside
+ * printable ASCII, and the backslash, becomes \xHH, so no request can
+ * end the line early, forge another, or carry terminal escapes.
+ */
+static const char *
+app_log_field(const char *v, char out[4 * APP_LOG_FIELD + 4])
+{
+	static const char digits[] = "0123456789abcdef";
+	const unsigned char *p;
+	size_t n = 0, i;
+
+	if (v == NULL || *v == '\0')
+		return "-";
+	for (p = (const unsigned char *)v, i = 0; *p != '\0' &&
+	    i < APP_LOG_FIELD; p++, i++) {
+		if (*p > 0x20 && *p < 0x7f && *p != '\\') {
+			out[n++] = (char)*p;
+			continue;
+		}
+		out[n++] = '\\';
+		out[n++] = 'x';
+		out[n++] = digits[*p >> 4];
+		out[n++] = digits[*p & 0x0f];
+	}
+	if (*p != '\0') {
+		memcpy(out + n, "...", 3);
+		n += 3;
+	}
+	out[n] = '\0';
+	return out;
+}
+
 /*
  * One line per request on stderr (the web server's error log).  The key
- * is logged only as a hash of scope and key, never in the clear.
+ * appears only as its keyhash (keyhash.h), never in the clear; every
+ * field taken from the request is escaped.
  */
 static void
 app_log(const struct app *a, const struct request *req,
     const struct response *resp, uint64_t ms)
 {
-	uint8_t d[CRYPTO_SHA256_SIZE];
-	char hex[2 * CRYPTO_SHA256_SIZE + 1] = "-";
+	char addr[4 * APP_LOG_FIELD + 4], method[4 * APP_LOG_FIELD + 4];
+	char path[4 * APP_LOG_FIELD + 4];
 
-	if (req->idempotency_key != NULL) {
-		crypto_sha256(req->idempotency_key,
-		    strlen(req->idempotency_key), d);
-		crypto_hex(d, 6, hex);
-	}
 	fprintf(stderr, "idem: %s %s %s %d key=%s outcome=%s ms=%llu\n",
-	    req->remote_addr ? req->remote_addr : "-",
-	    req->method ? req->method : "-", req->path ? req->path : "-",
-	    resp->status, hex, a->outcome ? a->outcome : "-",
-	    (unsigned long long)ms);
+	    app_log_field(req->remote_addr, addr),
+	    app_log_field(req->method, method),
+	    app_log_field(req->path, path), resp->status,
+	    a->keyhash[0] != '\0' ? a->keyhash : "-",
+	    a->outcome ? a->outcome : "-", (unsigned long long)ms);
 }
 
 static void
@@ -226,6 +270,7 @@ app_handle(void *app, enum req_status st, const struct request *req,
 	uint64_t start = clock_now_ms(), ms;
 
 	a->outcome = NULL;
+	a->keyhash[0] = '\0';
 	if (st == REQ_BAD_METHOD || st == REQ_NOMEM || req->path == NULL)
 		app_bad_request(st, a, resp);
 	else

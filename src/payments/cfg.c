@@ -13,6 +13,16 @@
 #define IDEM_SYSCONFDIR "/etc"
 #endif
 
+/*
+ * The largest request body that can be configured.  Payment requests are
+ * a few dozen bytes; parsing costs a small multiple of the body, and a
+ * worker holds many bodies at once, so a limit far above any real
+ * request only serves an attacker.
+ */
+#define CONFIG_BODY_LIMIT_MAX (1ULL << 20)
+/* Map bytes per key an account may hold by default (see config_load). */
+#define CONFIG_KEY_SHARE 4096
+
 /* Parses an unsigned decimal with an optional K, M or G suffix. */
 static int
 config_number(const char *s, int suffixes, uint64_t max, uint64_t *out)
@@ -81,7 +91,7 @@ int
 config_load(struct config *cfg, char *err, size_t errlen)
 {
 	uint64_t ttl = 86400, lease = 30, limit = 65536, map = 256ULL << 20;
-	uint64_t latency = 0;
+	uint64_t latency = 0, per_account = UINT64_MAX;
 	const char *s;
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -101,12 +111,14 @@ config_load(struct config *cfg, char *err, size_t errlen)
 	if (config_u64("IDEM_TTL", 0, 1, 365ULL * 86400, &ttl, err,
 	    errlen) != 0 ||
 	    config_u64("IDEM_LEASE", 0, 1, 86400, &lease, err, errlen) != 0 ||
-	    config_u64("IDEM_BODY_LIMIT", 1, 1, 64ULL << 20, &limit, err,
-	    errlen) != 0 ||
+	    config_u64("IDEM_BODY_LIMIT", 1, 1, CONFIG_BODY_LIMIT_MAX, &limit,
+	    err, errlen) != 0 ||
 	    config_u64("IDEM_MAP_SIZE", 1, 1ULL << 20, 1ULL << 40, &map, err,
 	    errlen) != 0 ||
 	    config_u64("IDEM_PROVIDER_LATENCY_MS", 0, 0, 600000, &latency,
-	    err, errlen) != 0)
+	    err, errlen) != 0 ||
+	    config_u64("IDEM_KEYS_PER_ACCOUNT", 0, 0, UINT64_MAX - 1,
+	    &per_account, err, errlen) != 0)
 		return -1;
 	if (lease >= ttl) {
 		snprintf(err, errlen, "IDEM_LEASE (%llu s) must be shorter "
@@ -118,6 +130,13 @@ config_load(struct config *cfg, char *err, size_t errlen)
 	cfg->lease_ms = lease * 1000;
 	cfg->body_limit = (size_t)limit;
 	cfg->map_size = (size_t)map;
+	/*
+	 * By default one account may fill at most a quarter of the map, at
+	 * about 1 KiB a key (a long key and a stored problem), so no single
+	 * account can lock the others out of the store they share.
+	 */
+	cfg->keys_per_account = per_account != UINT64_MAX ? per_account :
+	    map / CONFIG_KEY_SHARE;
 	cfg->provider_latency_ms = (unsigned)latency;
 	s = getenv("IDEM_FINGERPRINT");
 	if (s != NULL && *s != '\0' && fp_mode_parse(s, &cfg->fp_mode) != 0) {

@@ -11,8 +11,10 @@
  *   IDEM_KEYS_FILE            API key digests          SYSCONFDIR/idem/keys
  *   IDEM_TTL                  key lifetime, seconds    86400
  *   IDEM_LEASE                claim lease, seconds     30
- *   IDEM_BODY_LIMIT           request body, bytes      65536
+ *   IDEM_BODY_LIMIT           request body, bytes      65536 (at most 1M)
  *   IDEM_MAP_SIZE             LMDB map, bytes (K/M/G)  256M
+ *   IDEM_KEYS_PER_ACCOUNT     live keys per account    map size / 4 KiB
+ *                             (0: no bound)
  *   IDEM_FINGERPRINT          canonical | raw          canonical
  *   IDEM_PROVIDER_LATENCY_MS  provider delay           0
  *   IDEM_PROVIDER_FAIL        none | decline | unavailable | timeout
@@ -37,6 +39,7 @@ struct config {
 	uint64_t lease_ms;
 	size_t body_limit;
 	size_t map_size;
+	uint64_t keys_per_account;
 	enum fp_mode fp_mode;
 	unsigned provider_latency_ms;
 	enum provider_fail provider_fail;

@@ -33,13 +33,31 @@ struct pay_cp {
 	uint64_t created_ms;
 };
 
-/* Ends a claim after a failure that left no side effect: key free again. */
+/* What a claim has done in the world by the time it ends. */
+enum pay_effect {
+	PAY_EFFECT_NONE = 0,  /* nothing reached the provider */
+	PAY_EFFECT_DECLINED,  /* the provider declined: no charge */
+	PAY_EFFECT_CHARGED    /* the provider charged the card */
+};
+
+/*
+ * Ends a claim after a failure that left no side effect: key free again.
+ * When even that write fails (a full store), ending the lease is the next
+ * best thing, so the client's retry need not wait for the lease.
+ */
 static void
 pay_release(struct app *a, const char *scope, const char *key,
     const uint8_t *token)
 {
-	if (store_release(a->store, scope, key, token) == IDEM_OK)
+	int rc;
+
+	rc = store_release(a->store, scope, key, token);
+	if (rc == IDEM_OK)
 		metrics_inc(METRIC_RELEASES);
+	else if (rc != IDEM_ELOST &&
+	    store_abandon(a->store, scope, key, token, clock_now_ms()) ==
+	    IDEM_OK)
+		metrics_inc(METRIC_ABANDONS);
 }
 
 /*
@@ -66,6 +84,22 @@ pay_store_error(struct response *resp, int err)
 	resp_header(resp, "Retry-After", "1");
 }
 
+/*
+ * The 429 of a scope that holds as many live keys as it may: new keys
+ * wait until some of its keys expire; retries of keys it holds still
+ * replay.
+ */
+static void
+pay_limit(struct app *a, struct response *resp, uint32_t retry_after)
+{
+	metrics_inc(METRIC_LIMITED);
+	problem_build(resp, PROBLEM_TOO_MANY_KEYS, "This account holds "
+	    "%llu live Idempotency-Keys, as many as it may; a new key can be "
+	    "used once older ones expire. Nothing was recorded or charged.",
+	    (unsigned long long)a->cfg.keys_per_account);
+	resp_header(resp, "Retry-After", "%u", retry_after);
+}
+
 /* A strong ETag: the first 64 bits of the representation's SHA-256. */
 static void
 pay_etag(const void *body, size_t len, char out[20])
@@ -88,6 +122,20 @@ pay_time(uint64_t ms, char out[64])
 	snprintf(out, 64, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ",
 	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
 	    tm.tm_min, tm.tm_sec, (unsigned)(ms % 1000));
+}
+
+/* 1 to 8 letters and digits: safe to quote back to the client. */
+static int
+pay_code_printable(const char *code)
+{
+	size_t i;
+
+	for (i = 0; code[i] != '\0'; i++)
+		if (i >= 8 || !((code[i] >= 'A' && code[i] <= 'Z') ||
+		    (code[i] >= 'a' && code[i] <= 'z') ||
+		    (code[i] >= '0' && code[i] <= '9')))
+			return 0;
+	return i > 0;
 }
 
 /*
@@ -126,8 +174,17 @@ pay_order_parse(const struct json_value *doc, struct pay_order *o,
 	}
 	code = json_text(currency, NULL);
 	if ((o->cur = money_currency(code)) == NULL) {
-		snprintf(detail, len, "Currency \"%.8s\" is not supported.",
-		    code);
+		/*
+		 * Echo the code only when it looks like one: the detail is
+		 * stored and replayed, and must stay short, valid UTF-8.
+		 */
+		if (pay_code_printable(code))
+			snprintf(detail, len, "Currency \"%s\" is not "
+			    "supported.", code);
+		else
+			snprintf(detail, len, "\"currency\" must be an ISO "
+			    "4217 code of three capital letters, such as "
+			    "\"BRL\".");
 		return -1;
 	}
 	if (amount == NULL || json_type(amount) != JSON_NUMBER) {
@@ -256,20 +313,28 @@ pay_to_record(const struct response *resp, struct rec_response *out)
 
 /*
  * Replays a stored response: the same status, stored headers and body
- * bytes, marked with Idempotent-Replayed.
+ * bytes, marked with Idempotent-Replayed.  A replay cut short would not
+ * be faithful: if any part cannot be copied the answer is a 500 instead.
  */
 static void
 pay_replay(const struct rec *r, struct response *resp)
 {
 	size_t i;
+	int rc = IDEM_OK;
 
 	resp_reset(resp);
 	resp->status = r->resp.status;
-	for (i = 0; i < r->resp.nheaders; i++)
-		resp_header(resp, r->resp.headers[i].name, "%s",
+	for (i = 0; i < r->resp.nheaders && rc == IDEM_OK; i++)
+		rc = resp_header(resp, r->resp.headers[i].name, "%s",
 		    r->resp.headers[i].value);
-	buf_append(&resp->body, r->resp.body, r->resp.bodylen);
-	resp_header(resp, "Idempotent-Replayed", "true");
+	if (rc == IDEM_OK)
+		rc = buf_append(&resp->body, r->resp.body, r->resp.bodylen);
+	if (rc == IDEM_OK)
+		rc = resp_header(resp, "Idempotent-Replayed", "true");
+	if (rc != IDEM_OK)
+		problem_build(resp, PROBLEM_INTERNAL, "The stored answer could "
+		    "not be sent (%s); retry with the same Idempotency-Key.",
+		    idem_strerror(rc));
 }
 
 /*
@@ -292,27 +357,89 @@ pay_end_lost_or_failed(struct app *a, int rc, struct response *resp)
 	resp_header(resp, "Retry-After", "1");
 }
 
-/* Stores resp as the final answer of our claim (with rows, if any). */
+/*
+ * The 503 of a claim whose answer could not be stored, in words that say
+ * what did happen: a client told "nothing was recorded" after a charge
+ * might pay again under a new key.
+ */
+static void
+pay_complete_failed(struct response *resp, int rc, enum pay_effect effect)
+{
+	metrics_inc(METRIC_STORE_ERRORS);
+	switch (effect) {
+	case PAY_EFFECT_CHARGED:
+		problem_build(resp, PROBLEM_STORE_UNAVAILABLE, "The card was "
+		    "charged, but the payment could not be recorded (%s). "
+		    "The charge is kept under this Idempotency-Key: retry "
+		    "with the same key and body to get this payment; the "
+		    "card will not be charged again.", idem_strerror(rc));
+		break;
+	case PAY_EFFECT_DECLINED:
+		problem_build(resp, PROBLEM_STORE_UNAVAILABLE, "The card was "
+		    "declined and nothing was charged, but the answer could "
+		    "not be recorded (%s). Retry with the same "
+		    "Idempotency-Key to get it.", idem_strerror(rc));
+		break;
+	default:
+		problem_build(resp, PROBLEM_STORE_UNAVAILABLE, "The answer "
+		    "could not be recorded (%s). Nothing was charged; retry "
+		    "with the same Idempotency-Key.", idem_strerror(rc));
+		break;
+	}
+	resp_header(resp, "Retry-After", "1");
+}
+
+/*
+ * Stores resp as the final answer of our claim (with rows, if any).  When
+ * that fails the claim is released if nothing reached the provider, and
+ * otherwise kept, with its lease ended, for the retry to resume.
+ */
 static void
 pay_complete(struct app *a, const char *scope, const char *key,
     const uint8_t *token, const struct store_put *puts, size_t nputs,
-    struct response *resp)
+    enum pay_effect effect, struct response *resp)
 {
 	struct rec_response rr;
 	int rc;
 
 	pay_to_record(resp, &rr);
 	rc = store_complete(a->store, scope, key, token, &rr, puts, nputs,
-	    clock_now_ms());
+	    clock_now_ms(), a->cfg.ttl_ms);
 	if (rc == IDEM_OK) {
 		metrics_inc(METRIC_COMPLETIONS);
 		fault_point("after_complete");
 		return;
 	}
-	/* A side effect may have happened: keep the claim for a take-over. */
-	if (rc != IDEM_ELOST)
+	if (rc == IDEM_ELOST) {
+		pay_end_lost_or_failed(a, rc, resp);
+		return;
+	}
+	if (effect == PAY_EFFECT_NONE)
+		pay_release(a, scope, key, token);
+	else
 		pay_abandon(a, scope, key, token);
-	pay_end_lost_or_failed(a, rc, resp);
+	pay_complete_failed(resp, rc, effect);
+}
+
+/* The 201 of a charged payment, rendered into resp. */
+static int
+pay_created(const struct pay_cp *cp, const struct pay_order *o,
+    const char *charge_id, struct response *resp)
+{
+	char etag[20];
+	int rc;
+
+	resp_reset(resp);
+	resp->status = 201;
+	if ((rc = pay_render(cp, o, charge_id, &resp->body)) != IDEM_OK)
+		return rc;
+	pay_etag(resp->body.data, resp->body.len, etag);
+	if ((rc = resp_header(resp, "Content-Type", "application/json")) !=
+	    IDEM_OK ||
+	    (rc = resp_header(resp, "Location", "/payments/%s", cp->id)) !=
+	    IDEM_OK)
+		return rc;
+	return resp_header(resp, "ETag", "%s", etag);
 }
 
 /* Completes a charged payment: the row, the index and the answer at once. */
@@ -323,28 +450,22 @@ pay_succeed(struct app *a, const char *scope, const char *key,
 {
 	struct buf row = BUF_INIT, idx = BUF_INIT;
 	struct store_put puts[2];
-	char etag[20];
+	int rc;
 
-	resp_reset(resp);
-	if (pay_render(cp, o, charge_id, &resp->body) != IDEM_OK ||
-	    pay_row_encode(scope, &resp->body, &row) != IDEM_OK ||
-	    buf_append(&idx, scope, strlen(scope) + 1) != IDEM_OK ||
-	    buf_put_u64(&idx, cp->created_ms) != IDEM_OK ||
-	    buf_append(&idx, cp->id, PAY_ID_LEN) != IDEM_OK) {
+	if ((rc = pay_created(cp, o, charge_id, resp)) != IDEM_OK ||
+	    (rc = pay_row_encode(scope, &resp->body, &row)) != IDEM_OK ||
+	    (rc = buf_append(&idx, scope, strlen(scope) + 1)) != IDEM_OK ||
+	    (rc = buf_put_u64(&idx, cp->created_ms)) != IDEM_OK ||
+	    (rc = buf_append(&idx, cp->id, PAY_ID_LEN)) != IDEM_OK) {
 		pay_abandon(a, scope, key, token);
-		problem_build(resp, PROBLEM_INTERNAL, "Out of memory.");
+		pay_complete_failed(resp, rc, PAY_EFFECT_CHARGED);
 		goto out;
 	}
-	pay_etag(resp->body.data, resp->body.len, etag);
-	resp->status = 201;
-	resp_header(resp, "Content-Type", "application/json");
-	resp_header(resp, "Location", "/payments/%s", cp->id);
-	resp_header(resp, "ETag", "%s", etag);
 	puts[0] = (struct store_put){ STORE_PAYMENTS, cp->id, PAY_ID_LEN,
 	    row.data, row.len };
 	puts[1] = (struct store_put){ STORE_BY_ACCOUNT, idx.data, idx.len,
 	    cp->id, PAY_ID_LEN };
-	pay_complete(a, scope, key, token, puts, 2, resp);
+	pay_complete(a, scope, key, token, puts, 2, PAY_EFFECT_CHARGED, resp);
 out:
 	buf_free(&idx);
 	buf_free(&row);
@@ -393,10 +514,19 @@ pay_run(struct app *a, const char *scope, const char *key,
 	/* An invalid payment is a final answer: stored and replayed. */
 	if (pay_order_parse(doc, &o, detail, sizeof(detail)) != 0) {
 		problem_build(resp, PROBLEM_INVALID_PAYMENT, "%s", detail);
-		pay_complete(a, scope, key, c->token, NULL, 0, resp);
+		pay_complete(a, scope, key, c->token, NULL, 0,
+		    c->rec.stage == PAY_STAGE_STARTED ? PAY_EFFECT_NONE :
+		    PAY_EFFECT_CHARGED, resp);
 		return;
 	}
 	if ((rc = pay_checkpoint(a, scope, key, c, &cp)) != IDEM_OK) {
+		/*
+		 * Nothing reached the provider: a claim of our own that never
+		 * got its recovery point is released, so the retry runs at
+		 * once instead of meeting 409s for the whole lease.
+		 */
+		if (rc != IDEM_ELOST && c->rec.stage == PAY_STAGE_STARTED)
+			pay_release(a, scope, key, c->token);
 		pay_end_lost_or_failed(a, rc, resp);
 		return;
 	}
@@ -408,7 +538,8 @@ pay_run(struct app *a, const char *scope, const char *key,
 	if (asprintf(&pkey, "charge:%s:%s:%llu", scope, key,
 	    (unsigned long long)c->rec.created_ms) < 0) {
 		pay_abandon(a, scope, key, c->token);
-		problem_build(resp, PROBLEM_INTERNAL, "Out of memory.");
+		problem_build(resp, PROBLEM_INTERNAL, "Out of memory; nothing "
+		    "was charged. Retry with the same Idempotency-Key.");
 		return;
 	}
 	rc = provider_charge(a->provider, pkey, o.minor, o.cur->code,
@@ -424,7 +555,8 @@ pay_run(struct app *a, const char *scope, const char *key,
 		money_format(o.minor, o.cur, amount, sizeof(amount));
 		problem_build(resp, PROBLEM_DECLINED, "The card was declined "
 		    "for %s %s (decline %s).", amount, o.cur->code, ch.id);
-		pay_complete(a, scope, key, c->token, NULL, 0, resp);
+		pay_complete(a, scope, key, c->token, NULL, 0,
+		    PAY_EFFECT_DECLINED, resp);
 		break;
 	case PROVIDER_UNAVAILABLE:
 		/*
@@ -514,14 +646,22 @@ pay_post(struct app *a, const struct request *req, enum req_status st,
 			problem_build(resp, PROBLEM_INTERNAL, "Out of memory.");
 			goto out;
 		}
-		fp_compute(req->method, req->path, req->query, canon.data,
-		    canon.len, fp);
+		fp_compute(FP_CANONICAL, req->method, req->path, req->query,
+		    canon.data, canon.len, fp);
 	} else
-		fp_compute(req->method, req->path, req->query, req->body.data,
-		    req->body.len, fp);
-	if ((rc = app_ensure_open(a)) != IDEM_OK ||
-	    (rc = idem_begin(a->store, scope, key, fp, clock_now_ms(), &pol,
-	    &c)) != IDEM_OK) {
+		fp_compute(FP_RAW, req->method, req->path, req->query,
+		    req->body.data, req->body.len, fp);
+	if ((rc = app_ensure_open(a)) == IDEM_OK && a->have_secret)
+		keyhash_compute(a->secret, scope, key, a->keyhash);
+	if (rc == IDEM_OK)
+		rc = idem_begin(a->store, scope, key, fp, clock_now_ms(), &pol,
+		    &c);
+	if (rc == IDEM_ELIMIT) {
+		a->outcome = "limited";
+		pay_limit(a, resp, c.retry_after);
+		goto out;
+	}
+	if (rc != IDEM_OK) {
 		pay_store_error(resp, rc);
 		goto out;
 	}
@@ -595,8 +735,10 @@ pay_get(struct app *a, const struct request *req, const char *id,
 		goto out;
 	}
 	resp->status = 200;
-	resp_header(resp, "Content-Type", "application/json");
-	buf_append(&resp->body, b, blen);
+	if ((rc = resp_header(resp, "Content-Type", "application/json")) !=
+	    IDEM_OK ||
+	    (rc = buf_append(&resp->body, b, blen)) != IDEM_OK)
+		problem_build(resp, PROBLEM_INTERNAL, "%s.", idem_strerror(rc));
 out:
 	buf_free(&row);
 }
@@ -680,20 +822,25 @@ pay_list(struct app *a, const struct request *req, const char *scope,
 	}
 	resp_reset(resp);
 	resp->status = 200;
-	resp_header(resp, "Content-Type", "application/json");
-	buf_puts(&resp->body, "{\"data\":[");
-	for (i = 0, shown = 0; i < ids->n && i < (size_t)limit; i++) {
+	rc = resp_header(resp, "Content-Type", "application/json");
+	if (rc == IDEM_OK)
+		rc = buf_puts(&resp->body, "{\"data\":[");
+	for (i = 0, shown = 0; rc == IDEM_OK && i < ids->n &&
+	    i < (size_t)limit; i++) {
 		buf_reset(&row);
 		if (store_get(a->store, STORE_PAYMENTS, ids->ids[i], PAY_ID_LEN,
 		    &row) != IDEM_OK ||
 		    pay_row_decode(&row, &s, &slen, &b, &blen) != IDEM_OK)
 			continue;
-		if (shown++ > 0)
-			buf_putc(&resp->body, ',');
-		buf_append(&resp->body, b, blen);
+		if (shown++ > 0 && (rc = buf_putc(&resp->body, ',')) != IDEM_OK)
+			break;
+		rc = buf_append(&resp->body, b, blen);
 	}
-	buf_printf(&resp->body, "],\"has_more\":%s}",
-	    ids->n > (size_t)limit ? "true" : "false");
+	if (rc == IDEM_OK)
+		rc = buf_printf(&resp->body, "],\"has_more\":%s}",
+		    ids->n > (size_t)limit ? "true" : "false");
+	if (rc != IDEM_OK)
+		problem_build(resp, PROBLEM_INTERNAL, "%s.", idem_strerror(rc));
 out:
 	buf_free(&row);
 	free(ids);

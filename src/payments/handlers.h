@@ -10,6 +10,7 @@
 
 #include "auth.h"
 #include "cfg.h"
+#include "keyhash.h"
 #include "provider.h"
 #include "request.h"
 #include "response.h"
@@ -27,7 +28,11 @@ struct app {
 	struct store *store;        /* NULL until it opens */
 	struct provider *provider;  /* NULL until it opens */
 	struct auth_keys *keys;
-	const char *outcome;        /* for the log line: replay, claim, ... */
+	int have_secret;            /* keyhash secret loaded */
+	uint8_t secret[KEYHASH_SECRET_SIZE];
+	/* For the log line of the request being answered: */
+	const char *outcome;        /* replay, claim, ... */
+	char keyhash[KEYHASH_HEX + 1]; /* keyhash of scope and key, or "" */
 };
 
 /* Opens the store and the provider if they are not open; IDEM_OK or error. */

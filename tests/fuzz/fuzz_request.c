@@ -84,7 +84,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)req_is_json(r.content_type);
 		if (json_parse(r.body.data, r.body.len, &doc, err,
 		    sizeof(err)) == JSON_OK && json_canonical(doc, &canon) == 0)
-			fp_compute(r.method, r.path, r.query, canon.data,
+			fp_compute(FP_CANONICAL, r.method, r.path, r.query, canon.data,
 			    canon.len, fp);
 		json_free(doc);
 		buf_free(&canon);

@@ -48,7 +48,7 @@ fp_hex(const char *method, const char *path, const char *query,
 {
 	uint8_t d[FP_SIZE];
 
-	fp_compute(method, path, query, body, bodylen, d);
+	fp_compute(FP_CANONICAL, method, path, query, body, bodylen, d);
 	crypto_hex(d, sizeof(d), hex);
 }
 
@@ -59,8 +59,8 @@ fp_same(const char *m1, const char *p1, const char *q1, const char *b1,
 {
 	uint8_t x[FP_SIZE], y[FP_SIZE];
 
-	fp_compute(m1, p1, q1, b1, strlen(b1), x);
-	fp_compute(m2, p2, q2, b2, strlen(b2), y);
+	fp_compute(FP_CANONICAL, m1, p1, q1, b1, strlen(b1), x);
+	fp_compute(FP_CANONICAL, m2, p2, q2, b2, strlen(b2), y);
 	return memcmp(x, y, FP_SIZE) == 0;
 }
 
@@ -136,9 +136,9 @@ test_not_plain_sha256(void)
 	 * neighbouring fields could collide, and it is the same every call.
 	 */
 	crypto_sha256("POST/payments{}", 15, d);
-	fp_compute("POST", "/payments", "", "{}", 2, f);
+	fp_compute(FP_CANONICAL, "POST", "/payments", "", "{}", 2, f);
 	CU_ASSERT(memcmp(d, f, FP_SIZE) != 0);
-	fp_compute("POST", "/payments", "", "{}", 2, d);
+	fp_compute(FP_CANONICAL, "POST", "/payments", "", "{}", 2, d);
 	CU_ASSERT(memcmp(d, f, FP_SIZE) == 0);
 	/* The query is hashed as sent: reordering it is another request. */
 	CU_ASSERT(!fp_same("GET", "/p", "a=1&b=2", "", "GET", "/p", "b=2&a=1",
@@ -196,10 +196,10 @@ test_body_length_not_strlen(void)
 {
 	uint8_t x[FP_SIZE], y[FP_SIZE];
 
-	fp_compute("POST", "/p", "", "a\0b", 3, x);
-	fp_compute("POST", "/p", "", "a\0c", 3, y);
+	fp_compute(FP_CANONICAL, "POST", "/p", "", "a\0b", 3, x);
+	fp_compute(FP_CANONICAL, "POST", "/p", "", "a\0c", 3, y);
 	CU_ASSERT(memcmp(x, y, FP_SIZE) != 0);
-	fp_compute("POST", "/p", "", "a\0b", 1, y);
+	fp_compute(FP_CANONICAL, "POST", "/p", "", "a\0b", 1, y);
 	CU_ASSERT(memcmp(x, y, FP_SIZE) != 0);
 }
 
@@ -220,6 +220,22 @@ test_canonical_vs_raw(void)
 	CU_ASSERT_STRING_EQUAL(can1, can2);
 	CU_ASSERT_STRING_EQUAL(can1, FP_POST_CANON);
 	CU_ASSERT_STRING_NOT_EQUAL(can1, raw1);
+}
+
+/*
+ * The mode is part of the input: the same body bytes hashed as received
+ * and as a canonical form (which "{}" already is) are different inputs.
+ */
+static void
+test_mode_in_input(void)
+{
+	uint8_t raw[FP_SIZE], canon[FP_SIZE], again[FP_SIZE];
+
+	fp_compute(FP_RAW, "POST", "/payments", "", "{}", 2, raw);
+	fp_compute(FP_CANONICAL, "POST", "/payments", "", "{}", 2, canon);
+	fp_compute(FP_RAW, "POST", "/payments", "", "{}", 2, again);
+	CU_ASSERT(memcmp(raw, canon, FP_SIZE) != 0);
+	CU_ASSERT(memcmp(raw, again, FP_SIZE) == 0);
 }
 
 static void
@@ -339,6 +355,7 @@ harness_suites(void)
 	    test_body_length_not_strlen) == NULL ||
 	    CU_add_test(s, "canonical vs raw", test_canonical_vs_raw) ==
 	    NULL ||
+	    CU_add_test(s, "mode in the input", test_mode_in_input) == NULL ||
 	    CU_add_test(s, "\"100\" and 100 differ",
 	    test_canonical_string_amount_differs) == NULL ||
 	    CU_add_test(s, "mode parse", test_mode_parse) == NULL)

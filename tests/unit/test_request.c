@@ -123,6 +123,32 @@ test_read_too_large_before_reading(void)
 	req_free(&r);
 }
 
+/*
+ * A decimal length too large to represent is a body too large (413), not
+ * a malformed header: 2^64-1 and beyond, and nothing is read.
+ */
+static void
+test_read_huge_length_too_large(void)
+{
+	static const char *const huge[] = {
+	    "CONTENT_LENGTH=18446744073709551615",
+	    "CONTENT_LENGTH=18446744073709551616",
+	    "CONTENT_LENGTH=99999999999999999999999", NULL };
+	const char *vars[] = { "REQUEST_METHOD=POST", "PATH_INFO=/payments",
+	    NULL, NULL };
+	struct request r;
+	size_t i, n;
+
+	for (i = 0; huge[i] != NULL; i++) {
+		vars[2] = huge[i];
+		HARNESS_EQ(fake_request(&r, vars, "", 65536, NULL),
+		    REQ_TOO_LARGE);
+		req_free(&r);
+		HARNESS_EQ(req_parse_length(huge[i] + 15, &n), 0);
+		HARNESS_EQ(n, SIZE_MAX);
+	}
+}
+
 static void
 test_read_limit_is_inclusive(void)
 {
@@ -151,7 +177,7 @@ test_read_bad_lengths(void)
 {
 	static const char *const bad[] = { "CONTENT_LENGTH=-1",
 	    "CONTENT_LENGTH=1e3", "CONTENT_LENGTH= 5", "CONTENT_LENGTH=5 ",
-	    "CONTENT_LENGTH=0x10", "CONTENT_LENGTH=99999999999999999999999",
+	    "CONTENT_LENGTH=0x10",
 	    NULL };
 	const char *vars[] = { "REQUEST_METHOD=POST", NULL, NULL };
 	struct request r;
@@ -268,6 +294,42 @@ test_problem_json(void)
 	resp_free(&r);
 }
 
+/*
+ * A detail that quotes broken UTF-8 (a code cut in the middle of a
+ * character, an overlong form, a surrogate, a stray continuation byte)
+ * comes out as valid UTF-8, each bad byte replaced by U+FFFD, and good
+ * characters kept.
+ */
+static void
+test_problem_utf8_safe(void)
+{
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+		{ "BR\xc3", "BR\xef\xbf\xbd" },
+		{ "\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd" },
+		{ "\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
+		{ "a\x80" "b", "a\xef\xbf\xbd" "b" },
+		{ "R$ \xe2\x82\xac \xf0\x9f\x92\xb3",
+		    "R$ \xe2\x82\xac \xf0\x9f\x92\xb3" },
+	};
+	struct response r;
+	cJSON *o;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		resp_init(&r);
+		HARNESS_EQ(problem_build(&r, PROBLEM_INVALID_PAYMENT, "%s",
+		    cases[i].in), IDEM_OK);
+		o = cJSON_ParseWithLength(r.body.data, r.body.len);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(o,
+		    "detail")->valuestring, cases[i].want);
+		cJSON_Delete(o);
+		resp_free(&r);
+	}
+}
+
 static void
 test_problem_table_complete(void)
 {
@@ -297,6 +359,9 @@ harness_suites(void)
 	CU_add_test(s, "limit is inclusive", test_read_limit_is_inclusive);
 	CU_add_test(s, "short body", test_read_short_body);
 	CU_add_test(s, "bad Content-Length values", test_read_bad_lengths);
+	CU_add_test(s, "problem detail is UTF-8", test_problem_utf8_safe);
+	CU_add_test(s, "huge Content-Length is 413",
+	    test_read_huge_length_too_large);
 	CU_add_test(s, "bad method", test_read_bad_method);
 	CU_add_test(s, "parse length", test_parse_length);
 	CU_add_test(s, "JSON media types", test_is_json);

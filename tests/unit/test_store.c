@@ -48,7 +48,7 @@ suite_init(void)
 static void
 store_up(void)
 {
-	struct store_config cfg = { NULL, 0, 0 };
+	struct store_config cfg = { NULL, 0, 0, 0 };
 
 	harness_mkdtemp(dir, sizeof(dir));
 	cfg.dir = dir;
@@ -136,7 +136,7 @@ complete(struct store *s, const char *scope, const char *key, int token,
 
 	tok(t, token);
 	response(&r);
-	return store_complete(s, scope, key, t, &r, NULL, 0, now);
+	return store_complete(s, scope, key, t, &r, NULL, 0, now, TTL);
 }
 
 static void
@@ -297,8 +297,12 @@ test_takeover_keeps_checkpoint(void)
 		CU_ASSERT(memcmp(c.rec.cp, cp, sizeof(cp)) == 0);
 	CU_ASSERT(memcmp(c.rec.token, t, REC_TOKEN_SIZE) == 0);
 	CU_ASSERT(c.rec.lease_ms == T0 + 1000 + 2 * LEASE);
-	/* A take-over resumes the request; its lifetime does not restart. */
-	CU_ASSERT(c.rec.expires_ms == T0 + TTL);
+	/*
+	 * A take-over resumes the request: it keeps its creation time (and
+	 * so its provider key), and its expiry moves to a TTL from now, so
+	 * the answer it stores outlives any retry still waiting for it.
+	 */
+	CU_ASSERT(c.rec.expires_ms == T0 + 1000 + LEASE + TTL);
 	CU_ASSERT(c.rec.created_ms == T0);
 	rec_free(&c.rec);
 }
@@ -321,7 +325,7 @@ test_old_token_lost(void)
 	response(&resp);
 	HARNESS_EQ(store_checkpoint(st, "acct", "k", old, 5, "x", 1, later,
 	    LEASE), IDEM_ELOST);
-	HARNESS_EQ(store_complete(st, "acct", "k", old, &resp, &put, 1, later),
+	HARNESS_EQ(store_complete(st, "acct", "k", old, &resp, &put, 1, later, TTL),
 	    IDEM_ELOST);
 	HARNESS_EQ(store_release(st, "acct", "k", old), IDEM_ELOST);
 	HARNESS_EQ(store_abandon(st, "acct", "k", old, later), IDEM_ELOST);
@@ -377,7 +381,7 @@ test_complete_puts_atomic(void)
 	response(&resp);
 	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
 	tok(t, 2);
-	HARNESS_EQ(store_complete(st, "acct", "k", t, &resp, puts, 2, T0 + 1),
+	HARNESS_EQ(store_complete(st, "acct", "k", t, &resp, puts, 2, T0 + 1, TTL),
 	    IDEM_ELOST);
 	HARNESS_EQ(store_count(st, STORE_PAYMENTS, &n), IDEM_OK);
 	HARNESS_EQ(n, 0);
@@ -385,7 +389,7 @@ test_complete_puts_atomic(void)
 	HARNESS_EQ(n, 0);
 
 	tok(t, 1);
-	HARNESS_EQ(store_complete(st, "acct", "k", t, &resp, puts, 2, T0 + 1),
+	HARNESS_EQ(store_complete(st, "acct", "k", t, &resp, puts, 2, T0 + 1, TTL),
 	    IDEM_OK);
 	HARNESS_EQ(store_get(st, STORE_PAYMENTS, "pay_1", 5, &b), IDEM_OK);
 	HARNESS_EQ(b.len, 12);
@@ -414,7 +418,7 @@ test_complete_bad_put_writes_nothing(void)
 	response(&resp);
 	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
 	tok(t, 1);
-	HARNESS_EQ(store_complete(st, "acct", "k", t, &resp, puts, 2, T0 + 1),
+	HARNESS_EQ(store_complete(st, "acct", "k", t, &resp, puts, 2, T0 + 1, TTL),
 	    IDEM_EINVAL);
 	HARNESS_EQ(store_count(st, STORE_PAYMENTS, &n), IDEM_OK);
 	HARNESS_EQ(n, 0);
@@ -423,7 +427,7 @@ test_complete_bad_put_writes_nothing(void)
 	rec_free(&r);
 	/* A response the codec refuses leaves everything as it was, too. */
 	resp.status = 7;
-	HARNESS_EQ(store_complete(st, "acct", "k", t, &resp, puts, 1, T0 + 1),
+	HARNESS_EQ(store_complete(st, "acct", "k", t, &resp, puts, 1, T0 + 1, TTL),
 	    IDEM_EINVAL);
 	HARNESS_EQ(store_count(st, STORE_PAYMENTS, &n), IDEM_OK);
 	HARNESS_EQ(n, 0);
@@ -438,7 +442,7 @@ test_expired_completed_claims_fresh(void)
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
 	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
-	HARNESS_EQ(complete(st, "acct", "k", 1, T0 + 1), IDEM_OK);
+	HARNESS_EQ(complete(st, "acct", "k", 1, T0), IDEM_OK);
 	HARNESS_EQ(claim(st, "acct", "k", fp_a, 2, T0 + TTL - 1, NULL),
 	    ENGINE_REPLAY);
 	tok(t, 3);
@@ -475,7 +479,7 @@ test_purge_batches(void)
 		HARNESS_EQ(claim(st, "acct", key, fp_a, 1, T0 + i, NULL),
 		    ENGINE_CLAIM);
 		if (i % 2 == 0)
-			HARNESS_EQ(complete(st, "acct", key, 1, T0 + i + 1),
+			HARNESS_EQ(complete(st, "acct", key, 1, T0 + i),
 			    IDEM_OK);
 	}
 	HARNESS_EQ(store_purge(st, T0 + TTL - 1, 100, &n), IDEM_OK);
@@ -503,7 +507,10 @@ test_purge_batches(void)
 	HARNESS_EQ(n, 0);
 }
 
-/* A claim whose lease outlives its expiry is still running: keep it. */
+/*
+ * A stage-0 claim whose lease outlives its expiry is still running: it is
+ * indexed at the end of its lease, so purge keeps it until then.
+ */
 static void
 test_purge_keeps_live_lease(void)
 {
@@ -514,15 +521,20 @@ test_purge_keeps_live_lease(void)
 	HARNESS_EQ(claim(st, "acct", "live", fp_a, 1, T0, NULL), ENGINE_CLAIM);
 	HARNESS_EQ(claim(st, "acct", "dead", fp_a, 1, T0, NULL), ENGINE_CLAIM);
 	tok(t, 1);
-	HARNESS_EQ(store_checkpoint(st, "acct", "live", t, 1, NULL, 0,
+	HARNESS_EQ(store_checkpoint(st, "acct", "live", t, 0, NULL, 0,
 	    T0 + TTL - 1, LEASE), IDEM_OK);
 	HARNESS_EQ(store_purge(st, T0 + TTL, 100, &n), IDEM_OK);
 	HARNESS_EQ(n, 1);
 	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
 	HARNESS_EQ(n, 1);
-	/* It completes normally, and a later purge takes it. */
+	/*
+	 * It completes normally; the answer stays a TTL from its completion,
+	 * and a purge after that takes it.
+	 */
 	HARNESS_EQ(complete(st, "acct", "live", 1, T0 + TTL + 1), IDEM_OK);
-	HARNESS_EQ(store_purge(st, T0 + TTL + 2, 100, &n), IDEM_OK);
+	HARNESS_EQ(store_purge(st, T0 + 2 * TTL, 100, &n), IDEM_OK);
+	HARNESS_EQ(n, 0);
+	HARNESS_EQ(store_purge(st, T0 + 2 * TTL + 1, 100, &n), IDEM_OK);
 	HARNESS_EQ(n, 1);
 	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
 	HARNESS_EQ(n, 0);
@@ -840,13 +852,229 @@ test_bad_arguments(void)
 	    REC_MAX_CHECKPOINT + 1, T0, LEASE), IDEM_ETOOBIG);
 }
 
-/* The tiny map below fills after a few dozen records. */
-#define SMALL_MAP (64 * 1024)
+/* The small map below fills after a few thousand records. */
+#define SMALL_MAP (1024 * 1024)
+
+/* A checkpoint at stage 1 for token n: the claim may now have charged. */
+static int
+checkpoint(struct store *s, const char *scope, const char *key, int token,
+    uint64_t now)
+{
+	uint8_t t[REC_TOKEN_SIZE];
+
+	tok(t, token);
+	return store_checkpoint(s, scope, key, t, 1, "cp", 2, now, LEASE);
+}
+
+/*
+ * Finding: a claim that may have charged, completed by a take-over after
+ * its TTL, kept its old expiry, so a retry a moment later found it
+ * expired and claimed afresh (a new provider key: a second charge).  The
+ * completion moves the expiry to a TTL from now.
+ */
+static void
+test_late_completion_outlives_retry(void)
+{
+	struct store_claim c;
+	uint8_t t[REC_TOKEN_SIZE];
+	size_t n;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(checkpoint(st, "acct", "k", 1, T0 + 1), IDEM_OK);
+	/* The worker gave up (provider timeout); a retry comes at 2 TTL. */
+	tok(t, 1);
+	HARNESS_EQ(store_abandon(st, "acct", "k", t, T0 + 2), IDEM_OK);
+	tok(t, 2);
+	HARNESS_EQ(store_claim(st, "acct", "k", fp_a, t, T0 + 2 * TTL, LEASE,
+	    TTL, &c), IDEM_OK);
+	HARNESS_EQ(c.decision, ENGINE_TAKEOVER);
+	CU_ASSERT(c.rec.created_ms == T0);
+	rec_free(&c.rec);
+	HARNESS_EQ(complete(st, "acct", "k", 2, T0 + 2 * TTL + 1), IDEM_OK);
+	/* Its 201 was lost too: the next retry replays, now and later. */
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 3, T0 + 2 * TTL + 1000, NULL),
+	    ENGINE_REPLAY);
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 3, T0 + 3 * TTL, NULL),
+	    ENGINE_REPLAY);
+	/* Purge agrees: nothing to do until a TTL after the completion. */
+	HARNESS_EQ(store_purge(st, T0 + 3 * TTL, 100, &n), IDEM_OK);
+	HARNESS_EQ(n, 0);
+	HARNESS_EQ(store_purge(st, T0 + 3 * TTL + 1, 100, &n), IDEM_OK);
+	HARNESS_EQ(n, 1);
+}
+
+static int
+count_pending(void *ctx, const char *scope, const char *key,
+    const struct rec *r)
+{
+	(void)scope;
+	(void)key;
+	CU_ASSERT(r->state == REC_IN_PROGRESS && r->stage != 0);
+	(*(size_t *)ctx)++;
+	return 0;
+}
+
+/*
+ * Finding: claims past stage 0 stayed at the head of the expiry index and
+ * purge walked at most batch + 64 entries, so 1,070 of them hid every
+ * expired record behind them.  They live in their own index now.
+ */
+static void
+test_purge_not_blocked_by_pending(void)
+{
+	char key[32];
+	size_t n, total = 0, pending = 0;
+	int i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	for (i = 0; i < 1070; i++) {
+		snprintf(key, sizeof(key), "stuck-%d", i);
+		HARNESS_EQ(claim(st, "acct", key, fp_a, 1, T0, NULL),
+		    ENGINE_CLAIM);
+		HARNESS_EQ(checkpoint(st, "acct", key, 1, T0 + 1), IDEM_OK);
+	}
+	for (i = 0; i < 5; i++) {
+		snprintf(key, sizeof(key), "done-%d", i);
+		HARNESS_EQ(claim(st, "acct", key, fp_a, 1, T0 + 10, NULL),
+		    ENGINE_CLAIM);
+		HARNESS_EQ(complete(st, "acct", key, 1, T0 + 10), IDEM_OK);
+	}
+	HARNESS_EQ(store_purge(st, T0 + 10 * TTL, 1, &n), IDEM_OK);
+	HARNESS_EQ(n, 1);
+	total = n;
+	do {
+		HARNESS_EQ(store_purge(st, T0 + 10 * TTL, 1000, &n), IDEM_OK);
+		total += n;
+	} while (n > 0);
+	HARNESS_EQ(total, 5);
+	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(n, 1070);
+	HARNESS_EQ(store_each_pending(st, count_pending, &pending), IDEM_OK);
+	HARNESS_EQ(pending, 1070);
+	/* A pending claim that completes leaves the pending index. */
+	HARNESS_EQ(complete(st, "acct", "stuck-0", 1, T0 + 10 * TTL), IDEM_OK);
+	pending = 0;
+	HARNESS_EQ(store_each_pending(st, count_pending, &pending), IDEM_OK);
+	HARNESS_EQ(pending, 1069);
+}
+
+/* A store whose scopes may hold at most max live keys each. */
+static struct store *
+open_limited(char *d, size_t dlen, uint64_t max)
+{
+	struct store_config cfg = { NULL, 0, 0, max };
+	struct store *s = NULL;
+
+	harness_mkdtemp(d, dlen);
+	cfg.dir = d;
+	HARNESS_EQ(store_open(&cfg, &s), IDEM_OK);
+	return s;
+}
+
+/*
+ * Finding: one tenant's invalid requests (each a stored 400) filled the
+ * shared store and locked the other tenant out.  A scope at its bound
+ * gets IDEM_ELIMIT for new keys, with a Retry-After; its own keys still
+ * replay; another scope is untouched; releases and purges give room.
+ */
+static void
+test_scope_limit(void)
+{
+	struct store_claim c;
+	uint8_t t[REC_TOKEN_SIZE];
+	char d[512], key[32];
+	struct store *s;
+	uint64_t n;
+	int i;
+
+	s = open_limited(d, sizeof(d), 3);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	for (i = 0; i < 3; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		HARNESS_EQ(claim(s, "greedy", key, fp_a, 1, T0 + i, NULL),
+		    ENGINE_CLAIM);
+		HARNESS_EQ(complete(s, "greedy", key, 1, T0 + i), IDEM_OK);
+	}
+	HARNESS_EQ(store_count_scope(s, "greedy", &n), IDEM_OK);
+	HARNESS_EQ(n, 3);
+	tok(t, 1);
+	HARNESS_EQ(store_claim(s, "greedy", "k3", fp_a, t, T0 + 1000, LEASE,
+	    TTL, &c), IDEM_ELIMIT);
+	/* Retry-After: until the oldest record expires, T0 + TTL. */
+	HARNESS_EQ(c.retry_after, (TTL - 1000) / 1000);
+	HARNESS_EQ(claim(s, "greedy", "k0", fp_a, 1, T0 + 1000, NULL),
+	    ENGINE_REPLAY);
+	HARNESS_EQ(claim(s, "other", "k3", fp_a, 1, T0 + 1000, NULL),
+	    ENGINE_CLAIM);
+	/* A released claim gives its place back. */
+	HARNESS_EQ(claim(s, "other", "k4", fp_a, 1, T0 + 1000, NULL),
+	    ENGINE_CLAIM);
+	HARNESS_EQ(claim(s, "other", "k5", fp_a, 1, T0 + 1000, NULL),
+	    ENGINE_CLAIM);
+	HARNESS_EQ(claim(s, "other", "k6", fp_a, 1, T0 + 1000, NULL),
+	    -IDEM_ELIMIT);
+	tok(t, 1);
+	HARNESS_EQ(store_release(s, "other", "k5", t), IDEM_OK);
+	HARNESS_EQ(claim(s, "other", "k6", fp_a, 1, T0 + 1000, NULL),
+	    ENGINE_CLAIM);
+	/*
+	 * Once the greedy scope's keys expire, its next claim purges them on
+	 * the way, with no operator, and goes through.
+	 */
+	HARNESS_EQ(claim(s, "greedy", "k3", fp_a, 1, T0 + TTL + 5, NULL),
+	    ENGINE_CLAIM);
+	HARNESS_EQ(store_count_scope(s, "greedy", &n), IDEM_OK);
+	HARNESS_EQ(n, 1);
+	store_close(s);
+	harness_rmdir(d);
+}
+
+/*
+ * Finding: on a full store a payment that charged could fail to record
+ * and lose its claim.  New keys stop short of the end of the map, so the
+ * completion of a claim already made always finds room.
+ */
+static void
+test_full_store_keeps_room_to_complete(void)
+{
+	struct store_config cfg = { NULL, SMALL_MAP, 0, 0 };
+	struct store_put put = { STORE_PAYMENTS, "pay_1", 5, "row", 3 };
+	struct rec_response resp;
+	uint8_t t[REC_TOKEN_SIZE];
+	char key[64], fdir[512];
+	struct store *s;
+	struct rec r;
+	int i, rc = ENGINE_CLAIM;
+
+	harness_mkdtemp(fdir, sizeof(fdir));
+	cfg.dir = fdir;
+	HARNESS_EQ(store_open(&cfg, &s), IDEM_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	HARNESS_EQ(claim(s, "scope", "charged", fp_a, 7, T0, NULL),
+	    ENGINE_CLAIM);
+	HARNESS_EQ(checkpoint(s, "scope", "charged", 7, T0 + 1), IDEM_OK);
+	for (i = 0; i < 100000 && rc == ENGINE_CLAIM; i++) {
+		snprintf(key, sizeof(key), "key-%06d-padding-padding-padding",
+		    i);
+		rc = claim(s, "scope", key, fp_a, 1, T0, NULL);
+	}
+	HARNESS_EQ(rc, -IDEM_EFULL);
+	response(&resp);
+	tok(t, 7);
+	HARNESS_EQ(store_complete(s, "scope", "charged", t, &resp, &put, 1,
+	    T0 + 2, TTL), IDEM_OK);
+	HARNESS_EQ(store_lookup(s, "scope", "charged", &r), IDEM_OK);
+	HARNESS_EQ(r.state, REC_COMPLETED);
+	rec_free(&r);
+	store_close(s);
+	harness_rmdir(fdir);
+}
 
 static void
 test_map_full(void)
 {
-	struct store_config cfg = { NULL, SMALL_MAP, 0 };
+	struct store_config cfg = { NULL, SMALL_MAP, 0, 0 };
 	struct rec_response resp;
 	struct store_put put = { STORE_PAYMENTS, "pay", 3, NULL, 0 };
 	struct store *s;
@@ -854,7 +1082,7 @@ test_map_full(void)
 	static const char first[] = "key-000000-padding-padding-padding";
 	char key[64], fdir[512];
 	uint8_t *big, t[REC_TOKEN_SIZE];
-	size_t n;
+	size_t n, total;
 	int i, rc = ENGINE_CLAIM, ok = 0;
 
 	harness_mkdtemp(fdir, sizeof(fdir));
@@ -892,20 +1120,27 @@ test_map_full(void)
 	put.vallen = 10;
 	tok(t, 1);
 	HARNESS_EQ(store_complete(s, "scope", first, t, &resp, &put, 1,
-	    T0 + 1), IDEM_EFULL);
+	    T0 + 1, TTL), IDEM_EFULL);
 	response(&resp);
 	put.vallen = SMALL_MAP;
 	HARNESS_EQ(store_complete(s, "scope", first, t, &resp, &put, 1,
-	    T0 + 1), IDEM_EFULL);
+	    T0 + 1, TTL), IDEM_EFULL);
 	HARNESS_EQ(store_lookup(s, "scope", first, &r), IDEM_OK);
 	HARNESS_EQ(r.state, REC_IN_PROGRESS);
 	rec_free(&r);
 	HARNESS_EQ(store_count(s, STORE_PAYMENTS, &n), IDEM_OK);
 	HARNESS_EQ(n, 0);
 
-	/* Purging makes room again. */
-	HARNESS_EQ(store_purge(s, UINT64_MAX, 1000, &n), IDEM_OK);
-	HARNESS_EQ(n, ok);
+	/*
+	 * Purging works on a full store (new keys stopped short of the end
+	 * of the map, leaving it room), and makes room again.
+	 */
+	total = 0;
+	do {
+		HARNESS_EQ(store_purge(s, UINT64_MAX, 1000, &n), IDEM_OK);
+		total += n;
+	} while (n > 0);
+	HARNESS_EQ(total, ok);
 	HARNESS_EQ(claim(s, "scope", key, fp_a, 1, T0, NULL), ENGINE_CLAIM);
 	free(big);
 	store_close(s);
@@ -915,7 +1150,7 @@ test_map_full(void)
 static void
 test_reopen_persists(void)
 {
-	struct store_config cfg = { NULL, 0, 0 };
+	struct store_config cfg = { NULL, 0, 0, 0 };
 	struct rec r;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
@@ -939,7 +1174,7 @@ test_reopen_persists(void)
 static void
 test_two_handles(void)
 {
-	struct store_config cfg = { NULL, 0, 0 };
+	struct store_config cfg = { NULL, 0, 0, 0 };
 	struct store *s2;
 	struct rec r;
 
@@ -967,7 +1202,7 @@ test_two_handles(void)
 static void
 test_read_only(void)
 {
-	struct store_config cfg = { NULL, 0, 1 };
+	struct store_config cfg = { NULL, 0, 1, 0 };
 	struct store *ro;
 	struct rec r;
 	char missing[600];
@@ -992,7 +1227,7 @@ test_read_only(void)
 static void
 test_open_creates_dir(void)
 {
-	struct store_config cfg = { NULL, 0, 0 };
+	struct store_config cfg = { NULL, 0, 0, 0 };
 	struct store *s;
 	struct stat sb;
 	char nested[600];
@@ -1042,6 +1277,13 @@ harness_suites(void)
 		{ "each and count", test_each_and_count },
 		{ "bad arguments", test_bad_arguments },
 		{ "map full", test_map_full },
+		{ "late completion outlives the retry",
+		    test_late_completion_outlives_retry },
+		{ "purge not blocked by pending claims",
+		    test_purge_not_blocked_by_pending },
+		{ "per-scope limit", test_scope_limit },
+		{ "full store keeps room to complete",
+		    test_full_store_keeps_room_to_complete },
 		{ "reopen persists", test_reopen_persists },
 		{ "two handles in one process", test_two_handles },
 		{ "read only", test_read_only },

@@ -1,0 +1,17 @@
+# Log injection (finding: the decoded path was logged raw, so a request
+# for /payments/%0Aidem:... wrote a forged line into the web server's
+# error log).  Every field taken from the request is escaped (\xHH for
+# bytes outside printable ASCII): the log holds one line per request.
+
+request forged: GET /payments/%0Aidem:%20203.0.113.9%20POST%20/payments%20201%20key=-%20outcome=claim
+  as alice
+expect: 404
+  problem: not-found
+  stderr-lacks: {byte:0a}idem: 203.0.113.9 POST
+  stderr-lacks: idem: 203.0.113.9 POST
+
+request unauthenticated: like forged
+  drop Authorization
+expect: 401
+  problem: unauthorized
+  stderr-lacks: {byte:0a}idem:
