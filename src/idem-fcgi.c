@@ -56,6 +56,7 @@ main(void)
 		return fail(err);
 	sc.body_limit = cfg.body_limit;
 	sc.mount = cfg.mount;
+	sc.threads = cfg.threads;
 	rc = server_run(&sc, app_handle, app);
 	app_close(app);
 	return rc;

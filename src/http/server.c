@@ -1,13 +1,33 @@
+/*
+ * server.c: the FastCGI accept loop on a pool of threads, or one CGI
+ * request.
+ *
+ * Every thread of the pool waits in FCGX_Accept_r on the shared listening
+ * socket and answers the request it gets, so a request that waits (on the
+ * payment provider, on a commit) holds its thread, not the process.
+ *
+ * Shutdown: the signals that stop a worker are blocked in every thread
+ * but the main one, which waits for them with sigwait.  It then marks the
+ * server as stopping and wakes, with SIGUSR2, each thread that is idle in
+ * accept (FCGI_FAIL_ACCEPT_ON_INTR makes that accept give up); a thread
+ * busy with a request is never interrupted: it finishes the request, sees
+ * the mark and leaves.  The main thread joins them all and returns.
+ */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <fcgiapp.h>
 
 #include "server.h"
+
+/* Stack of each request thread: far above what a request uses. */
+#define SERVER_STACK (1024 * 1024)
 
 static volatile sig_atomic_t server_stop;
 
@@ -17,10 +37,21 @@ server_stopping(void)
 	return server_stop != 0;
 }
 
+/* The signals that stop a worker; mod_fcgid sends SIGUSR1 to stop one. */
+static void
+server_stop_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGUSR1);
+}
+
 /*
- * A shutdown signal lets the current request finish.  FCGX_ShutdownPending
- * makes libfcgi's accept loop give up instead of retrying on EINTR; the
- * handler is installed without SA_RESTART so a blocked accept returns.
+ * CGI and single-threaded use: a stop signal marks the server stopping and
+ * makes libfcgi give up on the accept it may be blocked in.  Installed
+ * without SA_RESTART so a blocked accept returns.
  */
 static void
 server_on_signal(int sig)
@@ -28,6 +59,13 @@ server_on_signal(int sig)
 	(void)sig;
 	server_stop = 1;
 	FCGX_ShutdownPending();
+}
+
+/* SIGUSR2 only interrupts an idle accept; it has nothing to do. */
+static void
+server_on_wake(int sig)
+{
+	(void)sig;
 }
 
 static void
@@ -41,8 +79,9 @@ server_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	/* mod_fcgid sends SIGUSR1 for a graceful stop. */
 	sigaction(SIGUSR1, &sa, NULL);
+	sa.sa_handler = server_on_wake;
+	sigaction(SIGUSR2, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 
@@ -153,25 +192,160 @@ server_fail(const struct response *resp)
 		resp_write(resp, cgi_write, NULL);
 }
 
+/* One thread of the pool. */
+struct server_thread {
+	pthread_t tid;
+	const struct server_config *cfg;
+	server_handler_fn fn;
+	void *app;
+	int started;
+	int idle;       /* in accept: may be woken (under server_mu) */
+	int gone;       /* left its loop (under server_mu) */
+};
+
+static pthread_mutex_t server_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t server_cv = PTHREAD_COND_INITIALIZER;
+
+static void
+server_set(struct server_thread *t, int *field, int v)
+{
+	pthread_mutex_lock(&server_mu);
+	*field = v;
+	if (field == &t->gone)
+		pthread_cond_signal(&server_cv);
+	pthread_mutex_unlock(&server_mu);
+}
+
+static void *
+server_thread_main(void *arg)
+{
+	struct server_thread *t = arg;
+	FCGX_Request rq;
+	int rc;
+
+	if (FCGX_InitRequest(&rq, 0, FCGI_FAIL_ACCEPT_ON_INTR) != 0) {
+		fprintf(stderr, "idem: FastCGI request set-up failed\n");
+		server_set(t, &t->gone, 1);
+		return NULL;
+	}
+	for (;;) {
+		pthread_mutex_lock(&server_mu);
+		if (server_stop) {
+			pthread_mutex_unlock(&server_mu);
+			break;
+		}
+		t->idle = 1;
+		pthread_mutex_unlock(&server_mu);
+		rc = FCGX_Accept_r(&rq);
+		server_set(t, &t->idle, 0);
+		if (rc < 0) {
+			/* Woken to stop, or the socket failed: either way, go. */
+			if (!server_stop && errno != EINTR)
+				fprintf(stderr, "idem: accept failed: %s\n",
+				    strerror(errno));
+			if (server_stop || errno != EINTR)
+				break;
+			continue;
+		}
+		server_one(t->cfg, t->fn, t->app, fcgi_param, fcgi_read,
+		    fcgi_write, &rq);
+		FCGX_Finish_r(&rq);
+	}
+	FCGX_Free(&rq, 1);
+	server_set(t, &t->gone, 1);
+	return NULL;
+}
+
+/*
+ * Stops the pool: wakes the idle threads until every thread has left.
+ * A thread between its check of server_stop and its accept is woken on
+ * the next pass, which comes when any thread leaves or after a short
+ * wait, so none is left blocked.
+ */
+static void
+server_drain(struct server_thread *th, unsigned n)
+{
+	struct timespec ts;
+	unsigned i, left;
+
+	pthread_mutex_lock(&server_mu);
+	server_stop = 1;
+	for (;;) {
+		for (i = 0, left = 0; i < n; i++) {
+			if (!th[i].started || th[i].gone)
+				continue;
+			left++;
+			if (th[i].idle)
+				pthread_kill(th[i].tid, SIGUSR2);
+		}
+		if (left == 0)
+			break;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&server_cv, &server_mu, &ts);
+	}
+	pthread_mutex_unlock(&server_mu);
+	for (i = 0; i < n; i++)
+		if (th[i].started)
+			pthread_join(th[i].tid, NULL);
+}
+
+static int
+server_pool(const struct server_config *cfg, server_handler_fn fn, void *app)
+{
+	struct server_thread *th;
+	pthread_attr_t attr;
+	sigset_t stop, old;
+	unsigned i, n = cfg->threads > 0 ? cfg->threads : 1, started = 0;
+	int sig = 0, rc;
+
+	if ((th = calloc(n, sizeof(*th))) == NULL)
+		return 1;
+	server_stop_signals(&stop);
+	/* Threads inherit the mask: only the main thread takes stop signals. */
+	pthread_sigmask(SIG_BLOCK, &stop, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, SERVER_STACK);
+	for (i = 0; i < n; i++) {
+		th[i].cfg = cfg;
+		th[i].fn = fn;
+		th[i].app = app;
+		if ((rc = pthread_create(&th[i].tid, &attr, server_thread_main,
+		    &th[i])) != 0) {
+			fprintf(stderr, "idem: thread %u of %u: %s\n", i + 1, n,
+			    strerror(rc));
+			break;
+		}
+		th[i].started = 1;
+		started++;
+	}
+	pthread_attr_destroy(&attr);
+	if (started > 0) {
+		while (sigwait(&stop, &sig) != 0)
+			continue;
+		(void)sig;
+	}
+	server_drain(th, n);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	free(th);
+	return started > 0 ? 0 : 1;
+}
+
 int
 server_run(const struct server_config *cfg, server_handler_fn fn, void *app)
 {
-	FCGX_Request rq;
-
 	server_signals();
 	if (FCGX_IsCGI()) {
 		server_one(cfg, fn, app, cgi_param, cgi_read, cgi_write, NULL);
 		return 0;
 	}
-	if (FCGX_Init() != 0 || FCGX_InitRequest(&rq, 0, 0) != 0) {
+	if (FCGX_Init() != 0) {
 		fprintf(stderr, "idem: FastCGI initialisation failed\n");
 		return 1;
 	}
-	while (!server_stop && FCGX_Accept_r(&rq) >= 0) {
-		server_one(cfg, fn, app, fcgi_param, fcgi_read, fcgi_write,
-		    &rq);
-		FCGX_Finish_r(&rq);
-	}
-	FCGX_Free(&rq, 1);
-	return 0;
+	return server_pool(cfg, fn, app);
 }

@@ -2,10 +2,11 @@
  * server.h: the FastCGI accept loop, or one CGI request.
  *
  * With a FastCGI listening socket on standard input (spawn-fcgi, mod_fcgid,
- * lighttpd's own spawning) the loop answers requests until SIGTERM, SIGINT
- * or SIGHUP, finishing the current request first.  Without one (FCGX_IsCGI)
- * it answers exactly one request as plain CGI.  Only server.c includes
- * fcgiapp.h.
+ * lighttpd's own spawning) a pool of cfg->threads threads answers requests
+ * until SIGTERM, SIGINT, SIGHUP or SIGUSR1, each finishing the request it
+ * holds first.  Without one (FCGX_IsCGI) it answers exactly one request as
+ * plain CGI.  The handler runs on many threads at once.  Only server.c
+ * includes fcgiapp.h.
  */
 #ifndef HTTP_SERVER_H
 #define HTTP_SERVER_H
@@ -25,6 +26,7 @@ typedef void (*server_handler_fn)(void *app, enum req_status status,
 struct server_config {
 	size_t body_limit;
 	const char *mount;
+	unsigned threads;     /* requests served at once by one process */
 };
 
 /* Returns 0 after a clean shutdown, 1 on a fatal error. */

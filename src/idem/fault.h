@@ -11,8 +11,10 @@
  *     IDEM_FAULT=in_provider:wait=/path    block until the fifo at /path
  *                                          is opened for writing and then
  *                                          closed by the test
- *     IDEM_FAULT=store_checkpoint:fail     fault_point returns 1 there: the
- *                                          store write fails (IDEM_EFULL)
+ *     IDEM_FAULT=store_claim:fail          fault_point returns 1 there: the
+ *                                          store write fails (IDEM_EFULL);
+ *                                          also store_checkpoint,
+ *                                          store_complete
  * IDEM_TEST_NOW_MS, when set, is the clock in milliseconds since the epoch.
  */
 #ifndef IDEM_FAULT_H

@@ -34,13 +34,23 @@ struct idem_policy {
 
 /*
  * Decides and, where it should, claims (scope, key) for a request whose
- * fingerprint is fp, at now_ms.  Returns IDEM_OK with out filled (free
+ * fingerprint is fp, at now_ms; a fresh claim starts at first's recovery
+ * point (NULL: none, stage 0).  Returns IDEM_OK with out filled (free
  * out->rec with rec_free), or a store error, after which nothing is
  * claimed: IDEM_ELIMIT (the scope holds as many live keys as it may)
  * comes with out->retry_after.
  */
 int idem_begin(struct store *s, const char *scope, const char *key,
     const uint8_t fp[FP_SIZE], uint64_t now_ms, const struct idem_policy *pol,
-    struct idem_claim *out);
+    const struct store_first *first, struct idem_claim *out);
+
+/*
+ * For an ENGINE_CONFLICT: the seconds a duplicate should wait, from how
+ * long claimed requests typically run (metrics) and how long this one has
+ * run, at least 1 and at most c->retry_after (what is left of the lease).
+ * lease_ms is the lease length of the policy.
+ */
+uint32_t idem_retry_after(const struct idem_claim *c, uint64_t now_ms,
+    uint64_t lease_ms);
 
 #endif

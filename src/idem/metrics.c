@@ -10,7 +10,7 @@
 #include "err.h"
 #include "metrics.h"
 
-#define METRICS_MAGIC 0x6964656d6d657431ULL /* "idemmet1" */
+#define METRICS_MAGIC 0x6964656d6d657432ULL /* "idemmet2" */
 #define METRICS_FILE "metrics"
 
 /* Upper bounds of the latency histogram, in milliseconds. */
@@ -27,6 +27,7 @@ struct metrics_file {
 	uint64_t counters[METRIC__MAX];
 	uint64_t buckets[METRICS_NBUCKETS + 1]; /* the last is +Inf */
 	uint64_t sum_ms;
+	uint64_t run_ewma_ms;   /* claimed requests: a moving average */
 };
 
 static const struct {
@@ -69,6 +70,12 @@ static const struct {
 	    "Requests answered 503 because the store failed." },
 	[METRIC_LIMITED] = { "idem_limited_total",
 	    "New keys refused (429): the account held as many as it may." },
+	[METRIC_STORE_SYNCS] = { "idem_store_syncs_total",
+	    "Durable syncs of the store and the ledger (two per commit)." },
+	[METRIC_STORE_COMMITS] = { "idem_store_commits_total",
+	    "Write transactions committed (each a group of writes)." },
+	[METRIC_STORE_WRITES] = { "idem_store_writes_total",
+	    "Writes carried by those commits." },
 };
 
 static struct metrics_file *metrics_map;
@@ -98,10 +105,14 @@ metrics_open(const char *dir)
 	if (p == MAP_FAILED)
 		goto out;
 	metrics_map = p;
+	/* Another layout's numbers would be read as ours: start at zero. */
 	if (__atomic_load_n(&metrics_map->magic, __ATOMIC_ACQUIRE) !=
-	    METRICS_MAGIC)
+	    METRICS_MAGIC) {
+		memset((char *)metrics_map + sizeof(metrics_map->magic), 0,
+		    sizeof(*metrics_map) - sizeof(metrics_map->magic));
 		__atomic_store_n(&metrics_map->magic, METRICS_MAGIC,
 		    __ATOMIC_RELEASE);
+	}
 	rc = IDEM_OK;
 out:
 	close(fd);
@@ -141,6 +152,38 @@ metrics_observe_ms(uint64_t ms)
 		continue;
 	__atomic_fetch_add(&metrics_map->buckets[i], 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&metrics_map->sum_ms, ms, __ATOMIC_RELAXED);
+}
+
+/*
+ * An exponentially weighted moving average (weight 1/8 for the newest),
+ * updated with compare-and-swap since every thread of every worker
+ * shares it.
+ */
+void
+metrics_observe_run_ms(uint64_t ms)
+{
+	uint64_t old, next;
+
+	if (metrics_map == NULL)
+		return;
+	old = __atomic_load_n(&metrics_map->run_ewma_ms, __ATOMIC_RELAXED);
+	do {
+		next = old == 0 ? ms + 1 : old - old / 8 + (ms + 1) / 8;
+		if (next == 0)
+			next = 1;
+	} while (!__atomic_compare_exchange_n(&metrics_map->run_ewma_ms, &old,
+	    next, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+
+uint64_t
+metrics_typical_run_ms(void)
+{
+	uint64_t v;
+
+	if (metrics_map == NULL)
+		return 0;
+	v = __atomic_load_n(&metrics_map->run_ewma_ms, __ATOMIC_RELAXED);
+	return v > 0 ? v - 1 : 0;
 }
 
 static uint64_t

@@ -33,6 +33,9 @@ enum metric {
 	METRIC_PURGED,        /* expired keys deleted */
 	METRIC_STORE_ERRORS,
 	METRIC_LIMITED,       /* 429: the scope holds as many keys as it may */
+	METRIC_STORE_SYNCS,   /* durable syncs: two per commit */
+	METRIC_STORE_COMMITS, /* write transactions committed */
+	METRIC_STORE_WRITES,  /* writes those commits carried */
 	METRIC__MAX
 };
 
@@ -47,6 +50,14 @@ void metrics_add(enum metric m, uint64_t n);
 void metrics_inc(enum metric m);
 /* Records one request's duration. */
 void metrics_observe_ms(uint64_t ms);
+
+/*
+ * Records how long a claimed request ran, from its claim to its answer,
+ * and gives a recent typical value (a moving average over every worker;
+ * 0 before the first): what a duplicate can expect to wait.
+ */
+void metrics_observe_run_ms(uint64_t ms);
+uint64_t metrics_typical_run_ms(void);
 
 /* Appends the Prometheus text exposition (format 0.0.4) to out. */
 int metrics_render(struct buf *out);

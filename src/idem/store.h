@@ -7,6 +7,12 @@
  * is synced to disk before the call returns (LMDB's default sync), so a
  * caller that got IDEM_OK may show the result to the world.
  *
+ * Writes are group-committed: every write of this process to one
+ * environment that is waiting when a commit starts goes into that commit,
+ * each in a nested transaction of its own (so one failing write rolls
+ * back alone), and each caller returns once the shared commit is on
+ * disk.  A store handle may be used by many threads at once.
+ *
  * Keys are addressed by (scope, key): scope is the authenticated
  * principal, key the client's Idempotency-Key.  Neither may contain a NUL
  * byte.  Application rows live in tables (enum store_table).
@@ -64,12 +70,24 @@ struct store_claim {
 };
 
 /*
+ * The recovery point a fresh claim starts with, written in the claim's
+ * own transaction: a request that knows before it claims what it will
+ * record (a payment's id and time) saves a write of its own.
+ */
+struct store_first {
+	uint32_t stage;
+	const void *cp;
+	size_t cplen;
+};
+
+/*
  * Claims (scope, key) in one write transaction: reads what is stored,
  * asks engine_decide, and on ENGINE_CLAIM writes a fresh in-progress
  * record owned by token (lease now+lease_ms, expiry now+ttl_ms); on
  * ENGINE_TAKEOVER rewrites the record with the new token and lease,
  * attempts+1, keeping its stage and checkpoint, and moves its expiry to
- * at least now+ttl_ms.  Other decisions write nothing.  out->rec is the
+ * at least now+ttl_ms.  A fresh claim starts at first's stage and
+ * checkpoint (first may be NULL: stage 0, none).  Other decisions write nothing.  out->rec is the
  * record as it now stands.
  *
  * IDEM_ELIMIT when claiming a new key would take the scope past
@@ -80,7 +98,7 @@ struct store_claim {
 int store_claim(struct store *s, const char *scope, const char *key,
     const uint8_t fp[FP_SIZE], const uint8_t token[REC_TOKEN_SIZE],
     uint64_t now_ms, uint64_t lease_ms, uint64_t ttl_ms,
-    struct store_claim *out);
+    const struct store_first *first, struct store_claim *out);
 
 /*
  * Records a recovery point on a claim we own, and renews its lease to

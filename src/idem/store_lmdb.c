@@ -34,6 +34,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,7 @@
 #include "engine.h"
 #include "err.h"
 #include "fault.h"
+#include "metrics.h"
 #include "record.h"
 #include "store.h"
 
@@ -79,6 +81,12 @@
  * releases and purge itself, which needs pages to delete.
  */
 #define STORE_CLAIM_FILL_MAX 90
+/*
+ * Reader slots: with MDB_NOTLS a slot belongs to a read transaction, so
+ * this bounds the read transactions open at once in every process of
+ * the store together (threads of every worker, idemctl).
+ */
+#define STORE_MAX_READERS 2048
 
 static const char *const store_table_names[STORE_TABLE__MAX] = {
 	[STORE_PAYMENTS] = "payments",
@@ -93,6 +101,27 @@ static const char *const store_table_names[STORE_TABLE__MAX] = {
  * shares one, counted by refs.  pid tells an environment inherited across
  * fork, which must never be used, from our own.
  */
+/*
+ * A write waiting for the next group commit of its environment.  fn runs
+ * in a nested transaction of its own, inside the batch's transaction; it
+ * sets *wrote when its writes are to be kept (all of them succeeded, or,
+ * rarely, some work worth keeping though it returns an error).  A job
+ * that does not set it is rolled back alone: one request's failure never
+ * undoes another's write in the same commit.
+ */
+typedef int (*store_job_fn)(struct store *s, MDB_txn *txn, void *arg,
+    int *wrote);
+
+struct store_job {
+	struct store_job *next;
+	struct store *s;
+	store_job_fn fn;
+	void *arg;
+	int rc;
+	int wrote;
+	int done;
+};
+
 struct store_env {
 	struct store_env *next;
 	dev_t dev;
@@ -107,6 +136,12 @@ struct store_env {
 	MDB_dbi pending;
 	MDB_dbi quota;
 	MDB_dbi tables[STORE_TABLE__MAX];
+	/* Group commit (store_write): jobs queued, and whether one leads. */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct store_job *queue;
+	struct store_job **queue_tail;
+	int leading;
 };
 
 struct store {
@@ -121,7 +156,9 @@ struct store_key {
 	uint8_t data[STORE_KEY_BUF];
 };
 
+/* The environments open in this process, and the lock over the list. */
 static struct store_env *store_envs;
+static pthread_mutex_t store_envs_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* The one place where LMDB and errno codes become enum idem_err. */
 static int
@@ -293,6 +330,7 @@ store_env_open(const struct store_config *cfg, const struct stat *st,
 	if ((rc = mdb_env_create(&e->env)) != 0)
 		goto fail_free;
 	if ((rc = mdb_env_set_maxdbs(e->env, STORE_MAX_DBS)) != 0 ||
+	    (rc = mdb_env_set_maxreaders(e->env, STORE_MAX_READERS)) != 0 ||
 	    (rc = mdb_env_set_mapsize(e->env,
 	    store_map_size(cfg->map_size))) != 0)
 		goto fail_env;
@@ -323,6 +361,13 @@ store_env_open(const struct store_config *cfg, const struct stat *st,
 	e->pid = getpid();
 	e->refs = 1;
 	e->read_only = cfg->read_only;
+	if ((rc = pthread_mutex_init(&e->mu, NULL)) != 0)
+		goto fail_env;
+	if ((rc = pthread_cond_init(&e->cv, NULL)) != 0) {
+		pthread_mutex_destroy(&e->mu);
+		goto fail_env;
+	}
+	e->queue_tail = &e->queue;
 	*out = e;
 	return 0;
 
@@ -374,6 +419,7 @@ store_open(const struct store_config *cfg, struct store **out)
 		return IDEM_ENOMEM;
 	s->read_only = cfg->read_only;
 	s->max_keys = cfg->max_keys_per_scope;
+	pthread_mutex_lock(&store_envs_mu);
 	if ((e = store_env_find(&st)) != NULL) {
 		/* A read-only environment cannot serve a writer. */
 		if (e->read_only && !cfg->read_only) {
@@ -390,11 +436,13 @@ store_open(const struct store_config *cfg, struct store **out)
 		e->next = store_envs;
 		store_envs = e;
 	}
+	pthread_mutex_unlock(&store_envs_mu);
 	s->e = e;
 	*out = s;
 	return IDEM_OK;
 
 fail:
+	pthread_mutex_unlock(&store_envs_mu);
 	free(s);
 	return rc;
 }
@@ -409,19 +457,26 @@ store_close(struct store *s)
 		return;
 	e = s->e;
 	free(s);
-	if (--e->refs > 0)
+	pthread_mutex_lock(&store_envs_mu);
+	if (--e->refs > 0) {
+		pthread_mutex_unlock(&store_envs_mu);
 		return;
+	}
 	for (pp = &store_envs; *pp != NULL; pp = &(*pp)->next)
 		if (*pp == e) {
 			*pp = e->next;
 			break;
 		}
+	pthread_mutex_unlock(&store_envs_mu);
 	/*
 	 * An environment inherited across fork belongs to the parent: closing
 	 * it here could clear the parent's state, so only forget it.
 	 */
-	if (e->pid == getpid())
+	if (e->pid == getpid()) {
 		mdb_env_close(e->env);
+		pthread_cond_destroy(&e->cv);
+		pthread_mutex_destroy(&e->mu);
+	}
 	free(e);
 }
 
@@ -452,6 +507,111 @@ static int
 store_txn_commit(MDB_txn *txn)
 {
 	return store_err(mdb_txn_commit(txn));
+}
+
+/*
+ * Runs a batch of jobs in one write transaction, each in a nested one,
+ * and commits it once: one durable sync for the whole batch.  A job's
+ * result is final only after that commit; if it fails, every job that
+ * wrote gets its error, since none of their writes happened.
+ */
+static void
+store_batch_run(struct store *any, struct store_job *batch)
+{
+	struct store_job *j;
+	MDB_txn *txn, *child;
+	size_t kept = 0;
+	int rc;
+
+	if ((rc = store_txn_begin(any, 1, &txn)) != IDEM_OK) {
+		for (j = batch; j != NULL; j = j->next)
+			j->rc = rc;
+		return;
+	}
+	for (j = batch; j != NULL; j = j->next) {
+		j->wrote = 0;
+		if ((rc = mdb_txn_begin(any->e->env, txn, 0, &child)) != 0) {
+			j->rc = store_err(rc);
+			continue;
+		}
+		j->rc = j->fn(j->s, child, j->arg, &j->wrote);
+		if (!j->wrote) {
+			mdb_txn_abort(child);
+			continue;
+		}
+		if ((rc = mdb_txn_commit(child)) != 0) {
+			j->rc = store_err(rc);
+			j->wrote = 0;
+			continue;
+		}
+		kept++;
+	}
+	if (kept == 0) {
+		/* Nothing to write: give the lock back without a sync. */
+		mdb_txn_abort(txn);
+		return;
+	}
+	fault_point("batch_commit");
+	if ((rc = store_txn_commit(txn)) != IDEM_OK) {
+		for (j = batch; j != NULL; j = j->next)
+			if (j->wrote)
+				j->rc = rc;
+		return;
+	}
+	/* LMDB's durable commit: the data pages, then the meta page. */
+	metrics_add(METRIC_STORE_SYNCS, 2);
+	metrics_inc(METRIC_STORE_COMMITS);
+	metrics_add(METRIC_STORE_WRITES, kept);
+}
+
+/*
+ * Runs fn(s, txn, arg) in the next group commit of s's environment and
+ * returns its result once that commit is durable.  The first thread to
+ * find no commit under way leads: it takes every job queued so far (its
+ * own included), runs them in one transaction, commits, and wakes their
+ * threads; jobs queued meanwhile wait for the next leader, who is one of
+ * them.  So a lone request commits at once, and concurrent ones share
+ * one sync: group commit without a thread of its own, the same in a
+ * single-threaded CGI process.  The write transaction stays on the
+ * leader's thread from begin to commit, as LMDB requires.
+ */
+static int
+store_write(struct store *s, store_job_fn fn, void *arg)
+{
+	struct store_env *e = s->e;
+	struct store_job job, *batch, *j, *next;
+
+	if (s->read_only)
+		return IDEM_EROFS;
+	memset(&job, 0, sizeof(job));
+	job.s = s;
+	job.fn = fn;
+	job.arg = arg;
+	pthread_mutex_lock(&e->mu);
+	*e->queue_tail = &job;
+	e->queue_tail = &job.next;
+	while (!job.done) {
+		if (e->leading) {
+			pthread_cond_wait(&e->cv, &e->mu);
+			continue;
+		}
+		e->leading = 1;
+		batch = e->queue;
+		e->queue = NULL;
+		e->queue_tail = &e->queue;
+		pthread_mutex_unlock(&e->mu);
+		store_batch_run(s, batch);
+		pthread_mutex_lock(&e->mu);
+		for (j = batch; j != NULL; j = next) {
+			/* j may be gone as soon as done is seen: read next first. */
+			next = j->next;
+			j->done = 1;
+		}
+		e->leading = 0;
+		pthread_cond_broadcast(&e->cv);
+	}
+	pthread_mutex_unlock(&e->mu);
+	return job.rc;
 }
 
 /*
@@ -701,7 +861,8 @@ static int store_purge_txn(struct store *s, MDB_txn *txn, uint64_t now_ms,
 static int
 store_claim_fresh(struct store *s, MDB_txn *txn, const struct store_key *k,
     int stale, const uint8_t fp[FP_SIZE], const uint8_t token[REC_TOKEN_SIZE],
-    uint64_t now_ms, uint64_t lease_ms, uint64_t ttl_ms, struct rec *r)
+    uint64_t now_ms, uint64_t lease_ms, uint64_t ttl_ms,
+    const struct store_first *first, struct rec *r)
 {
 	/* Only the fields store_index_of reads are used from old. */
 	struct rec old = *r;
@@ -715,6 +876,15 @@ store_claim_fresh(struct store *s, MDB_txn *txn, const struct store_key *k,
 	r->expires_ms = store_add_ms(now_ms, ttl_ms);
 	r->lease_ms = store_add_ms(now_ms, lease_ms);
 	r->attempts = 1;
+	if (first != NULL) {
+		r->stage = first->stage;
+		if (first->cplen > 0) {
+			if ((r->cp = malloc(first->cplen)) == NULL)
+				return IDEM_ENOMEM;
+			memcpy(r->cp, first->cp, first->cplen);
+			r->cplen = first->cplen;
+		}
+	}
 	if ((rc = store_rec_put(s, txn, k, r)) != IDEM_OK ||
 	    (rc = store_index_move(s, txn, k, stale ? &old : NULL, r)) !=
 	    IDEM_OK)
@@ -861,83 +1031,136 @@ store_limit_check(struct store *s, MDB_txn *txn, const struct store_key *k,
 	return IDEM_ELIMIT;
 }
 
-int
-store_claim(struct store *s, const char *scope, const char *key,
-    const uint8_t fp[FP_SIZE], const uint8_t token[REC_TOKEN_SIZE],
-    uint64_t now_ms, uint64_t lease_ms, uint64_t ttl_ms,
-    struct store_claim *out)
+/* store_claim's arguments and result, for its job. */
+struct store_claim_job {
+	const struct store_key *k;
+	const uint8_t *fp;
+	const uint8_t *token;
+	const struct store_first *first;
+	uint64_t now_ms, lease_ms, ttl_ms;
+	struct store_claim *out;
+};
+
+static int
+store_claim_run(struct store *s, MDB_txn *txn, void *arg, int *wrote)
 {
-	struct store_key k;
-	struct rec cur;
-	MDB_txn *txn;
-	uint32_t retry_after = 0;
+	struct store_claim_job *a = arg;
+	struct store_claim *out = a->out;
 	int rc, found, purged = 0;
 
 	memset(out, 0, sizeof(*out));
-	/* A zero lease or TTL would let the very next retry run again. */
-	if (lease_ms == 0 || ttl_ms == 0)
-		return IDEM_EINVAL;
-	if ((rc = store_key_make(s, scope, key, &k)) != IDEM_OK)
-		return rc;
-	if ((rc = store_txn_begin(s, 1, &txn)) != IDEM_OK)
-		return rc;
 	/*
 	 * The caller may have looked from a read transaction already; that
 	 * view may be stale.  This read, under the write lock, is the one
 	 * that decides (doc/DESIGN.md, "Storage").
 	 */
-	rc = store_rec_get(s, txn, &k, &cur);
+	rc = store_rec_get(s, txn, a->k, &out->rec);
 	if (rc != IDEM_OK && rc != IDEM_ENOTFOUND)
-		goto fail_txn;
+		return rc;
 	found = rc == IDEM_OK;
-	out->decision = engine_decide(found ? &cur : NULL, fp, now_ms,
-	    &out->retry_after);
+	out->decision = engine_decide(found ? &out->rec : NULL, a->fp,
+	    a->now_ms, &out->retry_after);
+	if ((out->decision == ENGINE_CLAIM ||
+	    out->decision == ENGINE_TAKEOVER) && fault_point("store_claim"))
+		return IDEM_EFULL;
 	switch (out->decision) {
 	case ENGINE_CLAIM:
 		if (!found && s->max_keys > 0 &&
-		    (rc = store_limit_check(s, txn, &k, now_ms, ttl_ms,
-		    &retry_after, &purged)) != IDEM_OK)
-			goto limited;
+		    (rc = store_limit_check(s, txn, a->k, a->now_ms, a->ttl_ms,
+		    &out->retry_after, &purged)) != IDEM_OK) {
+			/* Keep what the purge on the way did. */
+			*wrote = rc == IDEM_ELIMIT && purged;
+			return rc;
+		}
 		if ((rc = store_room_for_claim(s)) != IDEM_OK)
-			goto limited;
-		rc = store_claim_fresh(s, txn, &k, found, fp, token, now_ms,
-		    lease_ms, ttl_ms, &cur);
+			return rc;
+		rc = store_claim_fresh(s, txn, a->k, found, a->fp, a->token,
+		    a->now_ms, a->lease_ms, a->ttl_ms, a->first, &out->rec);
 		break;
 	case ENGINE_TAKEOVER:
-		rc = store_claim_takeover(s, txn, &k, token, now_ms, lease_ms,
-		    ttl_ms, &cur);
+		rc = store_claim_takeover(s, txn, a->k, a->token, a->now_ms,
+		    a->lease_ms, a->ttl_ms, &out->rec);
 		break;
 	default:
-		/* Nothing to write: give the lock back without a sync. */
-		mdb_txn_abort(txn);
-		out->rec = cur;
 		return IDEM_OK;
 	}
 	if (rc != IDEM_OK)
-		goto fail_txn;
+		return rc;
 	fault_point("store_claim_commit");
-	if ((rc = store_txn_commit(txn)) != IDEM_OK)
-		goto fail_rec;
-	out->rec = cur;
+	*wrote = 1;
 	return IDEM_OK;
+}
 
-limited:
-	/* Keep what the purge on the way did, though nothing is claimed. */
-	if (rc == IDEM_ELIMIT && purged) {
-		if ((rc = store_txn_commit(txn)) == IDEM_OK)
-			rc = IDEM_ELIMIT;
-	} else
-		mdb_txn_abort(txn);
-	rec_free(&cur);
+int
+store_claim(struct store *s, const char *scope, const char *key,
+    const uint8_t fp[FP_SIZE], const uint8_t token[REC_TOKEN_SIZE],
+    uint64_t now_ms, uint64_t lease_ms, uint64_t ttl_ms,
+    const struct store_first *first, struct store_claim *out)
+{
+	struct store_key k;
+	struct store_claim_job a = { &k, fp, token, first, now_ms, lease_ms,
+	    ttl_ms, out };
+	uint32_t retry_after;
+	int rc;
+
 	memset(out, 0, sizeof(*out));
-	out->retry_after = rc == IDEM_ELIMIT ? retry_after : 0;
+	/* A zero lease or TTL would let the very next retry run again. */
+	if (lease_ms == 0 || ttl_ms == 0)
+		return IDEM_EINVAL;
+	if (first != NULL && (first->cplen > REC_MAX_CHECKPOINT ||
+	    (first->cplen > 0 && first->cp == NULL)))
+		return IDEM_EINVAL;
+	if ((rc = store_key_make(s, scope, key, &k)) != IDEM_OK)
+		return rc;
+	if ((rc = store_write(s, store_claim_run, &a)) == IDEM_OK)
+		return IDEM_OK;
+	retry_after = out->retry_after;
+	rec_free(&out->rec);
+	memset(out, 0, sizeof(*out));
+	if (rc == IDEM_ELIMIT)
+		out->retry_after = retry_after;
 	return rc;
+}
 
-fail_txn:
-	mdb_txn_abort(txn);
-fail_rec:
+/* The arguments of the writes to a claim we own. */
+struct store_own_job {
+	const struct store_key *k;
+	const uint8_t *token;
+	uint64_t now_ms;
+	uint64_t span_ms;                /* lease or TTL, by operation */
+	uint32_t stage;                  /* checkpoint */
+	const void *cp;
+	size_t cplen;
+	const struct rec_response *resp; /* complete */
+	const struct store_put *puts;
+	size_t nputs;
+};
+
+static int
+store_checkpoint_run(struct store *s, MDB_txn *txn, void *arg, int *wrote)
+{
+	struct store_own_job *a = arg;
+	struct rec cur, next;
+	int rc;
+
+	if ((rc = store_rec_own(s, txn, a->k, a->token, &cur)) != IDEM_OK)
+		return rc;
+	if (fault_point("store_checkpoint")) {
+		rc = IDEM_EFULL;
+		goto out;
+	}
+	/* next borrows cp from the caller and is only encoded, never freed. */
+	next = cur;
+	next.stage = a->stage;
+	next.cp = (uint8_t *)a->cp;
+	next.cplen = a->cplen;
+	next.lease_ms = store_add_ms(a->now_ms, a->span_ms);
+	if ((rc = store_rec_put(s, txn, a->k, &next)) != IDEM_OK ||
+	    (rc = store_index_move(s, txn, a->k, &cur, &next)) != IDEM_OK)
+		goto out;
+	*wrote = 1;
+out:
 	rec_free(&cur);
-	memset(out, 0, sizeof(*out));
 	return rc;
 }
 
@@ -947,8 +1170,8 @@ store_checkpoint(struct store *s, const char *scope, const char *key,
     size_t cplen, uint64_t now_ms, uint64_t lease_ms)
 {
 	struct store_key k;
-	struct rec cur, next;
-	MDB_txn *txn;
+	struct store_own_job a = { &k, token, now_ms, lease_ms, stage, cp,
+	    cplen, NULL, NULL, 0 };
 	int rc;
 
 	if (cplen > REC_MAX_CHECKPOINT)
@@ -957,31 +1180,7 @@ store_checkpoint(struct store *s, const char *scope, const char *key,
 		return IDEM_EINVAL;
 	if ((rc = store_key_make(s, scope, key, &k)) != IDEM_OK)
 		return rc;
-	if ((rc = store_txn_begin(s, 1, &txn)) != IDEM_OK)
-		return rc;
-	if ((rc = store_rec_own(s, txn, &k, token, &cur)) != IDEM_OK)
-		goto fail_txn;
-	if (fault_point("store_checkpoint")) {
-		rc = IDEM_EFULL;
-		goto fail_rec;
-	}
-	/* next borrows cp from the caller and is only encoded, never freed. */
-	next = cur;
-	next.stage = stage;
-	next.cp = (uint8_t *)cp;
-	next.cplen = cplen;
-	next.lease_ms = store_add_ms(now_ms, lease_ms);
-	if ((rc = store_rec_put(s, txn, &k, &next)) != IDEM_OK ||
-	    (rc = store_index_move(s, txn, &k, &cur, &next)) != IDEM_OK)
-		goto fail_rec;
-	rec_free(&cur);
-	return store_txn_commit(txn);
-
-fail_rec:
-	rec_free(&cur);
-fail_txn:
-	mdb_txn_abort(txn);
-	return rc;
+	return store_write(s, store_checkpoint_run, &a);
 }
 
 static int
@@ -1030,6 +1229,41 @@ store_puts_write(struct store *s, MDB_txn *txn, const struct store_put *puts,
  * the time of completion, and it moves from wherever it was indexed to
  * the expiry index at its (possibly later) expiry.
  */
+static int
+store_complete_run(struct store *s, MDB_txn *txn, void *arg, int *wrote)
+{
+	struct store_own_job *a = arg;
+	uint64_t exp = store_add_ms(a->now_ms, a->span_ms);
+	struct rec cur, done;
+	int rc;
+
+	if ((rc = store_rec_own(s, txn, a->k, a->token, &cur)) != IDEM_OK)
+		return rc;
+	if (fault_point("store_complete")) {
+		rc = IDEM_EFULL;
+		goto out;
+	}
+	/* done borrows resp from the caller and is only encoded. */
+	done = cur;
+	done.state = REC_COMPLETED;
+	memset(done.token, 0, sizeof(done.token));
+	done.lease_ms = a->now_ms;
+	if (exp > done.expires_ms)
+		done.expires_ms = exp;
+	done.cp = NULL;
+	done.cplen = 0;
+	done.resp = *a->resp;
+	if ((rc = store_rec_put(s, txn, a->k, &done)) != IDEM_OK ||
+	    (rc = store_index_move(s, txn, a->k, &cur, &done)) != IDEM_OK ||
+	    (rc = store_puts_write(s, txn, a->puts, a->nputs)) != IDEM_OK)
+		goto out;
+	fault_point("store_complete_commit");
+	*wrote = 1;
+out:
+	rec_free(&cur);
+	return rc;
+}
+
 int
 store_complete(struct store *s, const char *scope, const char *key,
     const uint8_t token[REC_TOKEN_SIZE], const struct rec_response *resp,
@@ -1037,9 +1271,8 @@ store_complete(struct store *s, const char *scope, const char *key,
     uint64_t ttl_ms)
 {
 	struct store_key k;
-	struct rec cur, done;
-	uint64_t exp = store_add_ms(now_ms, ttl_ms);
-	MDB_txn *txn;
+	struct store_own_job a = { &k, token, now_ms, ttl_ms, 0, NULL, 0,
+	    resp, puts, nputs };
 	int rc;
 
 	if (resp == NULL)
@@ -1048,36 +1281,25 @@ store_complete(struct store *s, const char *scope, const char *key,
 		return rc;
 	if ((rc = store_key_make(s, scope, key, &k)) != IDEM_OK)
 		return rc;
-	if ((rc = store_txn_begin(s, 1, &txn)) != IDEM_OK)
-		return rc;
-	if ((rc = store_rec_own(s, txn, &k, token, &cur)) != IDEM_OK)
-		goto fail_txn;
-	if (fault_point("store_complete")) {
-		rc = IDEM_EFULL;
-		goto fail_rec;
-	}
-	/* done borrows resp from the caller and is only encoded. */
-	done = cur;
-	done.state = REC_COMPLETED;
-	memset(done.token, 0, sizeof(done.token));
-	done.lease_ms = now_ms;
-	if (exp > done.expires_ms)
-		done.expires_ms = exp;
-	done.cp = NULL;
-	done.cplen = 0;
-	done.resp = *resp;
-	if ((rc = store_rec_put(s, txn, &k, &done)) != IDEM_OK ||
-	    (rc = store_index_move(s, txn, &k, &cur, &done)) != IDEM_OK ||
-	    (rc = store_puts_write(s, txn, puts, nputs)) != IDEM_OK)
-		goto fail_rec;
-	rec_free(&cur);
-	fault_point("store_complete_commit");
-	return store_txn_commit(txn);
+	return store_write(s, store_complete_run, &a);
+}
 
-fail_rec:
+static int
+store_release_run(struct store *s, MDB_txn *txn, void *arg, int *wrote)
+{
+	struct store_own_job *a = arg;
+	struct rec cur;
+	MDB_val dkey = { .mv_size = a->k->len, .mv_data = (void *)a->k->data };
+	int rc;
+
+	if ((rc = store_rec_own(s, txn, a->k, a->token, &cur)) != IDEM_OK)
+		return rc;
+	if ((rc = store_err(mdb_del(txn, s->e->keys, &dkey, NULL))) ==
+	    IDEM_OK &&
+	    (rc = store_index_move(s, txn, a->k, &cur, NULL)) == IDEM_OK &&
+	    (rc = store_quota_add(s, txn, a->k, -1)) == IDEM_OK)
+		*wrote = 1;
 	rec_free(&cur);
-fail_txn:
-	mdb_txn_abort(txn);
 	return rc;
 }
 
@@ -1086,31 +1308,31 @@ store_release(struct store *s, const char *scope, const char *key,
     const uint8_t token[REC_TOKEN_SIZE])
 {
 	struct store_key k;
-	struct rec cur;
-	MDB_txn *txn;
-	MDB_val dkey;
+	struct store_own_job a = { &k, token, 0, 0, 0, NULL, 0, NULL, NULL,
+	    0 };
 	int rc;
 
 	if ((rc = store_key_make(s, scope, key, &k)) != IDEM_OK)
 		return rc;
-	if ((rc = store_txn_begin(s, 1, &txn)) != IDEM_OK)
-		return rc;
-	if ((rc = store_rec_own(s, txn, &k, token, &cur)) != IDEM_OK)
-		goto fail_txn;
-	dkey.mv_size = k.len;
-	dkey.mv_data = k.data;
-	if ((rc = store_err(mdb_del(txn, s->e->keys, &dkey, NULL))) !=
-	    IDEM_OK ||
-	    (rc = store_index_move(s, txn, &k, &cur, NULL)) != IDEM_OK ||
-	    (rc = store_quota_add(s, txn, &k, -1)) != IDEM_OK)
-		goto fail_rec;
-	rec_free(&cur);
-	return store_txn_commit(txn);
+	return store_write(s, store_release_run, &a);
+}
 
-fail_rec:
+static int
+store_abandon_run(struct store *s, MDB_txn *txn, void *arg, int *wrote)
+{
+	struct store_own_job *a = arg;
+	struct rec cur, next;
+	int rc;
+
+	if ((rc = store_rec_own(s, txn, a->k, a->token, &cur)) != IDEM_OK)
+		return rc;
+	/* engine_decide treats lease_ms <= now as over: a take-over is due. */
+	next = cur;
+	next.lease_ms = a->now_ms;
+	if ((rc = store_rec_put(s, txn, a->k, &next)) == IDEM_OK &&
+	    (rc = store_index_move(s, txn, a->k, &cur, &next)) == IDEM_OK)
+		*wrote = 1;
 	rec_free(&cur);
-fail_txn:
-	mdb_txn_abort(txn);
 	return rc;
 }
 
@@ -1119,30 +1341,13 @@ store_abandon(struct store *s, const char *scope, const char *key,
     const uint8_t token[REC_TOKEN_SIZE], uint64_t now_ms)
 {
 	struct store_key k;
-	struct rec cur, next;
-	MDB_txn *txn;
+	struct store_own_job a = { &k, token, now_ms, 0, 0, NULL, 0, NULL,
+	    NULL, 0 };
 	int rc;
 
 	if ((rc = store_key_make(s, scope, key, &k)) != IDEM_OK)
 		return rc;
-	if ((rc = store_txn_begin(s, 1, &txn)) != IDEM_OK)
-		return rc;
-	if ((rc = store_rec_own(s, txn, &k, token, &cur)) != IDEM_OK)
-		goto fail_txn;
-	/* engine_decide treats lease_ms <= now as over: a take-over is due. */
-	next = cur;
-	next.lease_ms = now_ms;
-	if ((rc = store_rec_put(s, txn, &k, &next)) != IDEM_OK ||
-	    (rc = store_index_move(s, txn, &k, &cur, &next)) != IDEM_OK)
-		goto fail_rec;
-	rec_free(&cur);
-	return store_txn_commit(txn);
-
-fail_rec:
-	rec_free(&cur);
-fail_txn:
-	mdb_txn_abort(txn);
-	return rc;
+	return store_write(s, store_abandon_run, &a);
 }
 
 enum store_purge_step {
@@ -1281,32 +1486,37 @@ store_purge_txn(struct store *s, MDB_txn *txn, uint64_t now_ms, size_t max,
 	return rc;
 }
 
+struct store_purge_job {
+	uint64_t now_ms;
+	size_t max;
+	size_t purged;
+};
+
+static int
+store_purge_run(struct store *s, MDB_txn *txn, void *arg, int *wrote)
+{
+	struct store_purge_job *a = arg;
+	int rc;
+
+	a->purged = 0;
+	if ((rc = store_purge_txn(s, txn, a->now_ms, a->max, &a->purged,
+	    wrote)) != IDEM_OK)
+		*wrote = 0;
+	return rc;
+}
+
 int
 store_purge(struct store *s, uint64_t now_ms, size_t max, size_t *purged)
 {
-	MDB_txn *txn;
-	size_t n = 0;
-	int rc, changed = 0;
+	struct store_purge_job a = { now_ms, max, 0 };
+	int rc;
 
 	*purged = 0;
 	if (max == 0)
 		return IDEM_OK;
-	if ((rc = store_txn_begin(s, 1, &txn)) != IDEM_OK)
-		return rc;
-	if ((rc = store_purge_txn(s, txn, now_ms, max, &n, &changed)) !=
-	    IDEM_OK) {
-		mdb_txn_abort(txn);
-		return rc;
-	}
-	if (!changed) {
-		/* Nothing to write: spare the two syncs of a commit. */
-		mdb_txn_abort(txn);
-		return IDEM_OK;
-	}
-	if ((rc = store_txn_commit(txn)) != IDEM_OK)
-		return rc;
-	*purged = n;
-	return IDEM_OK;
+	if ((rc = store_write(s, store_purge_run, &a)) == IDEM_OK)
+		*purged = a.purged;
+	return rc;
 }
 
 static int
@@ -1341,37 +1551,51 @@ store_get(struct store *s, enum store_table t, const void *key,
 	return rc;
 }
 
+struct store_insert_job {
+	MDB_dbi dbi;
+	MDB_val k, v;
+	struct buf *existing;
+};
+
+static int
+store_insert_run(struct store *s, MDB_txn *txn, void *arg, int *wrote)
+{
+	struct store_insert_job *a = arg;
+	MDB_val v = a->v;
+	int rc;
+
+	(void)s;
+	rc = store_err(mdb_put(txn, a->dbi, &a->k, &v, MDB_NOOVERWRITE));
+	if (rc == IDEM_EEXIST) {
+		/* On MDB_KEYEXIST LMDB points v at the stored value. */
+		if (a->existing != NULL &&
+		    buf_append(a->existing, v.mv_data, v.mv_size) != IDEM_OK)
+			rc = IDEM_ENOMEM;
+		return rc;
+	}
+	if (rc == IDEM_OK)
+		*wrote = 1;
+	return rc;
+}
+
 int
 store_insert_once(struct store *s, enum store_table t, const void *key,
     size_t keylen, const void *val, size_t vallen, struct buf *existing)
 {
-	MDB_txn *txn;
-	MDB_val k = { .mv_size = keylen, .mv_data = (void *)key };
-	MDB_val v = { .mv_size = vallen, .mv_data = (void *)val };
+	struct store_insert_job a;
 	int rc;
 
 	if ((rc = store_row_key(s, t, key, keylen)) != IDEM_OK)
 		return rc;
 	if (vallen > 0 && val == NULL)
 		return IDEM_EINVAL;
-	if ((rc = store_txn_begin(s, 1, &txn)) != IDEM_OK)
-		return rc;
-	rc = store_err(mdb_put(txn, s->e->tables[t], &k, &v,
-	    MDB_NOOVERWRITE));
-	if (rc == IDEM_EEXIST) {
-		/* On MDB_KEYEXIST LMDB points v at the stored value. */
-		if (existing != NULL &&
-		    buf_append(existing, v.mv_data, v.mv_size) != IDEM_OK)
-			rc = IDEM_ENOMEM;
-		goto fail_txn;
-	}
-	if (rc != IDEM_OK)
-		goto fail_txn;
-	return store_txn_commit(txn);
-
-fail_txn:
-	mdb_txn_abort(txn);
-	return rc;
+	a.dbi = s->e->tables[t];
+	a.k.mv_size = keylen;
+	a.k.mv_data = (void *)key;
+	a.v.mv_size = vallen;
+	a.v.mv_data = (void *)val;
+	a.existing = existing;
+	return store_write(s, store_insert_run, &a);
 }
 
 static int

@@ -20,7 +20,13 @@ app_open(const struct config *cfg, struct app **out, char *err, size_t errlen)
 		return -1;
 	}
 	a->cfg = *cfg;
+	if (pthread_mutex_init(&a->open_mu, NULL) != 0) {
+		snprintf(err, errlen, "cannot create a lock");
+		free(a);
+		return -1;
+	}
 	if (auth_keys_load(cfg->keys_file, &a->keys, err, errlen) != 0) {
+		pthread_mutex_destroy(&a->open_mu);
 		free(a);
 		return -1;
 	}
@@ -45,11 +51,16 @@ app_close(struct app *a)
 	metrics_close();
 	store_close(a->store);
 	auth_keys_free(a->keys);
+	pthread_mutex_destroy(&a->open_mu);
 	free(a);
 }
 
-int
-app_ensure_open(struct app *a)
+/*
+ * Opens what is not open yet.  Every request thread calls it, so it works
+ * under open_mu; once everything is open it costs one uncontended lock.
+ */
+static int
+app_open_locked(struct app *a)
 {
 	struct store_config sc = { a->cfg.db_dir, a->cfg.map_size, 0,
 	    a->cfg.keys_per_account };
@@ -83,6 +94,17 @@ app_ensure_open(struct app *a)
 		return rc;
 	}
 	return IDEM_OK;
+}
+
+int
+app_ensure_open(struct app *a)
+{
+	int rc;
+
+	pthread_mutex_lock(&a->open_mu);
+	rc = app_open_locked(a);
+	pthread_mutex_unlock(&a->open_mu);
+	return rc;
 }
 
 void
@@ -143,8 +165,8 @@ app_method_not_allowed(struct response *resp, const char *allow)
  * checked, so the answer names the most basic fault first.
  */
 static void
-app_route(struct app *a, enum req_status st, const struct request *req,
-    struct response *resp)
+app_route(struct app *a, struct app_note *note, enum req_status st,
+    const struct request *req, struct response *resp)
 {
 	char principal[AUTH_PRINCIPAL_MAX + 1];
 	const char *p = req->path;
@@ -184,7 +206,7 @@ app_route(struct app *a, enum req_status st, const struct request *req,
 	if (app_authenticate(a, req, principal, resp) != 0)
 		return;
 	if (strcmp(req->method, "POST") == 0)
-		pay_post(a, req, st, principal, resp);
+		pay_post(a, note, req, st, principal, resp);
 	else if (st != REQ_OK)
 		app_bad_request(st, a, resp);
 	else if (strcmp(p, "/payments") != 0)
@@ -235,7 +257,7 @@ app_log_field(const char *v, char out[4 * APP_LOG_FIELD + 4])
  * field taken from the request is escaped.
  */
 static void
-app_log(const struct app *a, const struct request *req,
+app_log(const struct app_note *note, const struct request *req,
     const struct response *resp, uint64_t ms)
 {
 	char addr[4 * APP_LOG_FIELD + 4], method[4 * APP_LOG_FIELD + 4];
@@ -245,8 +267,8 @@ app_log(const struct app *a, const struct request *req,
 	    app_log_field(req->remote_addr, addr),
 	    app_log_field(req->method, method),
 	    app_log_field(req->path, path), resp->status,
-	    a->keyhash[0] != '\0' ? a->keyhash : "-",
-	    a->outcome ? a->outcome : "-", (unsigned long long)ms);
+	    note->keyhash[0] != '\0' ? note->keyhash : "-",
+	    note->outcome ? note->outcome : "-", (unsigned long long)ms);
 }
 
 static void
@@ -267,18 +289,17 @@ app_handle(void *app, enum req_status st, const struct request *req,
     struct response *resp)
 {
 	struct app *a = app;
+	struct app_note note = { NULL, "" };
 	uint64_t start = clock_now_ms(), ms;
 
-	a->outcome = NULL;
-	a->keyhash[0] = '\0';
 	if (st == REQ_BAD_METHOD || st == REQ_NOMEM || req->path == NULL)
 		app_bad_request(st, a, resp);
 	else
-		app_route(a, st, req, resp);
+		app_route(a, &note, st, req, resp);
 	/* Payment data is never to be kept by caches on the way. */
 	resp_header(resp, "Cache-Control", "no-store");
 	resp->head = req->method != NULL && strcmp(req->method, "HEAD") == 0;
 	ms = clock_now_ms() - start;
 	app_count(resp->status, ms);
-	app_log(a, req, resp, ms);
+	app_log(&note, req, resp, ms);
 }

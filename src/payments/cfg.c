@@ -91,7 +91,7 @@ int
 config_load(struct config *cfg, char *err, size_t errlen)
 {
 	uint64_t ttl = 86400, lease = 30, limit = 65536, map = 256ULL << 20;
-	uint64_t latency = 0, per_account = UINT64_MAX;
+	uint64_t latency = 0, per_account = UINT64_MAX, threads = 64;
 	const char *s;
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -118,7 +118,9 @@ config_load(struct config *cfg, char *err, size_t errlen)
 	    config_u64("IDEM_PROVIDER_LATENCY_MS", 0, 0, 600000, &latency,
 	    err, errlen) != 0 ||
 	    config_u64("IDEM_KEYS_PER_ACCOUNT", 0, 0, UINT64_MAX - 1,
-	    &per_account, err, errlen) != 0)
+	    &per_account, err, errlen) != 0 ||
+	    config_u64("IDEM_THREADS", 0, 1, 1024, &threads, err,
+	    errlen) != 0)
 		return -1;
 	if (lease >= ttl) {
 		snprintf(err, errlen, "IDEM_LEASE (%llu s) must be shorter "
@@ -138,6 +140,7 @@ config_load(struct config *cfg, char *err, size_t errlen)
 	cfg->keys_per_account = per_account != UINT64_MAX ? per_account :
 	    map / CONFIG_KEY_SHARE;
 	cfg->provider_latency_ms = (unsigned)latency;
+	cfg->threads = (unsigned)threads;
 	s = getenv("IDEM_FINGERPRINT");
 	if (s != NULL && *s != '\0' && fp_mode_parse(s, &cfg->fp_mode) != 0) {
 		snprintf(err, errlen, "IDEM_FINGERPRINT must be \"canonical\" "

@@ -13,6 +13,8 @@
  *   IDEM_LEASE                claim lease, seconds     30
  *   IDEM_BODY_LIMIT           request body, bytes      65536 (at most 1M)
  *   IDEM_MAP_SIZE             LMDB map, bytes (K/M/G)  256M
+ *   IDEM_THREADS              requests one worker      64
+ *                             serves at once
  *   IDEM_KEYS_PER_ACCOUNT     live keys per account    map size / 4 KiB
  *                             (0: no bound)
  *   IDEM_FINGERPRINT          canonical | raw          canonical
@@ -40,6 +42,7 @@ struct config {
 	size_t body_limit;
 	size_t map_size;
 	uint64_t keys_per_account;
+	unsigned threads;
 	enum fp_mode fp_mode;
 	unsigned provider_latency_ms;
 	enum provider_fail provider_fail;

@@ -343,13 +343,13 @@ pay_replay(const struct rec *r, struct response *resp)
  * attempt will answer); anything else is a store failure.
  */
 static void
-pay_end_lost_or_failed(struct app *a, int rc, struct response *resp)
+pay_end_lost_or_failed(struct app_note *note, int rc, struct response *resp)
 {
 	if (rc != IDEM_ELOST) {
 		pay_store_error(resp, rc);
 		return;
 	}
-	a->outcome = "lost";
+	note->outcome = "lost";
 	metrics_inc(METRIC_LOST);
 	problem_build(resp, PROBLEM_IN_PROGRESS, "This request outlived its "
 	    "lease and another attempt took it over; retry to get that "
@@ -395,9 +395,9 @@ pay_complete_failed(struct response *resp, int rc, enum pay_effect effect)
  * otherwise kept, with its lease ended, for the retry to resume.
  */
 static void
-pay_complete(struct app *a, const char *scope, const char *key,
-    const uint8_t *token, const struct store_put *puts, size_t nputs,
-    enum pay_effect effect, struct response *resp)
+pay_complete(struct app *a, struct app_note *note, const char *scope,
+    const char *key, const uint8_t *token, const struct store_put *puts,
+    size_t nputs, enum pay_effect effect, struct response *resp)
 {
 	struct rec_response rr;
 	int rc;
@@ -411,7 +411,7 @@ pay_complete(struct app *a, const char *scope, const char *key,
 		return;
 	}
 	if (rc == IDEM_ELOST) {
-		pay_end_lost_or_failed(a, rc, resp);
+		pay_end_lost_or_failed(note, rc, resp);
 		return;
 	}
 	if (effect == PAY_EFFECT_NONE)
@@ -444,9 +444,9 @@ pay_created(const struct pay_cp *cp, const struct pay_order *o,
 
 /* Completes a charged payment: the row, the index and the answer at once. */
 static void
-pay_succeed(struct app *a, const char *scope, const char *key,
-    const uint8_t *token, const struct pay_cp *cp, const struct pay_order *o,
-    const char *charge_id, struct response *resp)
+pay_succeed(struct app *a, struct app_note *note, const char *scope,
+    const char *key, const uint8_t *token, const struct pay_cp *cp,
+    const struct pay_order *o, const char *charge_id, struct response *resp)
 {
 	struct buf row = BUF_INIT, idx = BUF_INIT;
 	struct store_put puts[2];
@@ -465,31 +465,42 @@ pay_succeed(struct app *a, const char *scope, const char *key,
 	    row.data, row.len };
 	puts[1] = (struct store_put){ STORE_BY_ACCOUNT, idx.data, idx.len,
 	    cp->id, PAY_ID_LEN };
-	pay_complete(a, scope, key, token, puts, 2, PAY_EFFECT_CHARGED, resp);
+	pay_complete(a, note, scope, key, token, puts, 2, PAY_EFFECT_CHARGED,
+	    resp);
 out:
 	buf_free(&idx);
 	buf_free(&row);
 }
 
+/* A new payment's id and time, fixed before the provider is called. */
+static void
+pay_cp_new(struct pay_cp *cp)
+{
+	uint8_t raw[PAY_ID_HEX / 2];
+
+	crypto_random(raw, sizeof(raw));
+	memcpy(cp->id, "pay_", 4);
+	crypto_hex(raw, sizeof(raw), cp->id + 4);
+	cp->created_ms = clock_now_ms();
+}
+
 /*
- * Fixes the payment's id and time before the provider is called, so a
- * take-over after a crash resumes with the same payment.
+ * The payment's id and time as the claim holds them: written with the
+ * claim (or by the attempt that was taken over), so a take-over after a
+ * crash resumes with the same payment.  A claim without them (one made
+ * by an older release) gets them now, in a write of its own.
  */
 static int
 pay_checkpoint(struct app *a, const char *scope, const char *key,
     const struct idem_claim *c, struct pay_cp *cp)
 {
 	struct buf b = BUF_INIT;
-	uint8_t raw[PAY_ID_HEX / 2];
 	int rc;
 
 	if (c->rec.stage == PAY_STAGE_CHARGE_REQUESTED &&
 	    pay_cp_decode(&c->rec, cp) == IDEM_OK)
 		return IDEM_OK;
-	crypto_random(raw, sizeof(raw));
-	memcpy(cp->id, "pay_", 4);
-	crypto_hex(raw, sizeof(raw), cp->id + 4);
-	cp->created_ms = clock_now_ms();
+	pay_cp_new(cp);
 	if ((rc = pay_cp_encode(cp, &b)) == IDEM_OK)
 		rc = store_checkpoint(a->store, scope, key, c->token,
 		    PAY_STAGE_CHARGE_REQUESTED, b.data, b.len, cp->created_ms,
@@ -498,36 +509,46 @@ pay_checkpoint(struct app *a, const char *scope, const char *key,
 	return rc;
 }
 
+/*
+ * Whether an attempt before ours may have reached the provider: only a
+ * take-over of a claim that had recorded its payment can say so.
+ */
+static int
+pay_reached_before(const struct idem_claim *c)
+{
+	return c->decision == ENGINE_TAKEOVER &&
+	    c->rec.stage != PAY_STAGE_STARTED;
+}
+
 /* Runs the payment for a claim we own, and ends the claim. */
 static void
-pay_run(struct app *a, const char *scope, const char *key,
-    const struct idem_claim *c, const struct json_value *doc,
-    struct response *resp)
+pay_run(struct app *a, struct app_note *note, const char *scope,
+    const char *key, const struct idem_claim *c, const struct pay_order *o,
+    const char *invalid, struct response *resp)
 {
 	struct provider_charge ch;
-	struct pay_order o;
 	struct pay_cp cp;
-	char detail[256], *pkey = NULL, amount[48];
+	char *pkey = NULL, amount[48];
 	int rc;
 
 	fault_point("after_claim");
 	/* An invalid payment is a final answer: stored and replayed. */
-	if (pay_order_parse(doc, &o, detail, sizeof(detail)) != 0) {
-		problem_build(resp, PROBLEM_INVALID_PAYMENT, "%s", detail);
-		pay_complete(a, scope, key, c->token, NULL, 0,
-		    c->rec.stage == PAY_STAGE_STARTED ? PAY_EFFECT_NONE :
-		    PAY_EFFECT_CHARGED, resp);
+	if (o == NULL) {
+		problem_build(resp, PROBLEM_INVALID_PAYMENT, "%s", invalid);
+		pay_complete(a, note, scope, key, c->token, NULL, 0,
+		    pay_reached_before(c) ? PAY_EFFECT_CHARGED :
+		    PAY_EFFECT_NONE, resp);
 		return;
 	}
 	if ((rc = pay_checkpoint(a, scope, key, c, &cp)) != IDEM_OK) {
 		/*
-		 * Nothing reached the provider: a claim of our own that never
-		 * got its recovery point is released, so the retry runs at
-		 * once instead of meeting 409s for the whole lease.
+		 * Nothing reached the provider: a claim that never got its
+		 * recovery point is released, so the retry runs at once
+		 * instead of meeting 409s for the whole lease.
 		 */
-		if (rc != IDEM_ELOST && c->rec.stage == PAY_STAGE_STARTED)
+		if (rc != IDEM_ELOST && !pay_reached_before(c))
 			pay_release(a, scope, key, c->token);
-		pay_end_lost_or_failed(a, rc, resp);
+		pay_end_lost_or_failed(note, rc, resp);
 		return;
 	}
 	/*
@@ -542,20 +563,21 @@ pay_run(struct app *a, const char *scope, const char *key,
 		    "was charged. Retry with the same Idempotency-Key.");
 		return;
 	}
-	rc = provider_charge(a->provider, pkey, o.minor, o.cur->code,
+	rc = provider_charge(a->provider, pkey, o->minor, o->cur->code,
 	    clock_now_ms(), &ch);
 	free(pkey);
 	if (rc != IDEM_OK)
 		ch.outcome = PROVIDER_TIMEOUT;
 	switch (ch.outcome) {
 	case PROVIDER_CHARGED:
-		pay_succeed(a, scope, key, c->token, &cp, &o, ch.id, resp);
+		pay_succeed(a, note, scope, key, c->token, &cp, o, ch.id,
+		    resp);
 		break;
 	case PROVIDER_DECLINED:
-		money_format(o.minor, o.cur, amount, sizeof(amount));
+		money_format(o->minor, o->cur, amount, sizeof(amount));
 		problem_build(resp, PROBLEM_DECLINED, "The card was declined "
-		    "for %s %s (decline %s).", amount, o.cur->code, ch.id);
-		pay_complete(a, scope, key, c->token, NULL, 0,
+		    "for %s %s (decline %s).", amount, o->cur->code, ch.id);
+		pay_complete(a, note, scope, key, c->token, NULL, 0,
 		    PAY_EFFECT_DECLINED, resp);
 		break;
 	case PROVIDER_UNAVAILABLE:
@@ -565,7 +587,7 @@ pay_run(struct app *a, const char *scope, const char *key,
 		 * one that did keeps the claim, so the retry still finds that
 		 * attempt's charge under the same derived key.
 		 */
-		if (c->rec.stage == PAY_STAGE_STARTED)
+		if (!pay_reached_before(c))
 			pay_release(a, scope, key, c->token);
 		else
 			pay_abandon(a, scope, key, c->token);
@@ -604,19 +626,23 @@ static const enum metric pay_decision_metric[ENGINE__MAX] = {
 };
 
 void
-pay_post(struct app *a, const struct request *req, enum req_status st,
-    const char *scope, struct response *resp)
+pay_post(struct app *a, struct app_note *note, const struct request *req,
+    enum req_status st, const char *scope, struct response *resp)
 {
 	struct idem_policy pol = { a->cfg.lease_ms, a->cfg.ttl_ms };
 	struct json_value *doc = NULL;
-	struct buf canon = BUF_INIT;
+	struct buf canon = BUF_INIT, cpbuf = BUF_INIT;
+	struct store_first first;
 	struct idem_claim c;
+	struct pay_order o;
+	struct pay_cp cp;
 	enum key_status ks;
 	enum json_status js;
-	char key[KEY_MAX + 1], err[160];
+	char key[KEY_MAX + 1], err[160], invalid[256];
 	uint8_t fp[FP_SIZE];
+	uint64_t start;
 	size_t keylen;
-	int rc;
+	int rc, valid;
 
 	memset(&c, 0, sizeof(c));
 	ks = key_parse(req->idempotency_key, key, &keylen);
@@ -651,13 +677,30 @@ pay_post(struct app *a, const struct request *req, enum req_status st,
 	} else
 		fp_compute(FP_RAW, req->method, req->path, req->query,
 		    req->body.data, req->body.len, fp);
+	/*
+	 * A valid payment gets its id and time now, so that the claim records
+	 * them in its own write: two writes per payment (claim, completion),
+	 * not three.  Its validity is only acted on after the claim, keeping
+	 * the check order (the store's answers come first).
+	 */
+	valid = pay_order_parse(doc, &o, invalid, sizeof(invalid)) == 0;
+	if (valid) {
+		pay_cp_new(&cp);
+		if (pay_cp_encode(&cp, &cpbuf) != IDEM_OK) {
+			problem_build(resp, PROBLEM_INTERNAL, "Out of memory.");
+			goto out;
+		}
+		first = (struct store_first){ PAY_STAGE_CHARGE_REQUESTED,
+		    cpbuf.data, cpbuf.len };
+	}
 	if ((rc = app_ensure_open(a)) == IDEM_OK && a->have_secret)
-		keyhash_compute(a->secret, scope, key, a->keyhash);
+		keyhash_compute(a->secret, scope, key, note->keyhash);
+	start = clock_now_ms();
 	if (rc == IDEM_OK)
-		rc = idem_begin(a->store, scope, key, fp, clock_now_ms(), &pol,
-		    &c);
+		rc = idem_begin(a->store, scope, key, fp, start, &pol,
+		    valid ? &first : NULL, &c);
 	if (rc == IDEM_ELIMIT) {
-		a->outcome = "limited";
+		note->outcome = "limited";
 		pay_limit(a, resp, c.retry_after);
 		goto out;
 	}
@@ -665,13 +708,14 @@ pay_post(struct app *a, const struct request *req, enum req_status st,
 		pay_store_error(resp, rc);
 		goto out;
 	}
-	a->outcome = engine_strdecision(c.decision);
+	note->outcome = engine_strdecision(c.decision);
 	metrics_inc(pay_decision_metric[c.decision]);
 	switch (c.decision) {
 	case ENGINE_REPLAY:
 		pay_replay(&c.rec, resp);
 		break;
 	case ENGINE_CONFLICT:
+		c.retry_after = idem_retry_after(&c, start, a->cfg.lease_ms);
 		problem_build(resp, PROBLEM_IN_PROGRESS, "The first request "
 		    "with this Idempotency-Key is still being processed; "
 		    "retry after %u seconds.", c.retry_after);
@@ -685,11 +729,14 @@ pay_post(struct app *a, const struct request *req, enum req_status st,
 	case ENGINE_CLAIM:
 	case ENGINE_TAKEOVER:
 	default:
-		pay_run(a, scope, key, &c, doc, resp);
+		pay_run(a, note, scope, key, &c, valid ? &o : NULL, invalid,
+		    resp);
+		metrics_observe_run_ms(clock_now_ms() - start);
 		break;
 	}
 out:
 	rec_free(&c.rec);
+	buf_free(&cpbuf);
 	buf_free(&canon);
 	json_free(doc);
 }

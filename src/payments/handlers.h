@@ -8,6 +8,8 @@
 #ifndef PAY_HANDLERS_H
 #define PAY_HANDLERS_H
 
+#include <pthread.h>
+
 #include "auth.h"
 #include "cfg.h"
 #include "keyhash.h"
@@ -23,15 +25,23 @@ enum pay_stage {
 	PAY_STAGE__MAX
 };
 
+/*
+ * Shared by every thread of the worker: what app_ensure_open sets is set
+ * under open_mu, once, and only read after that.
+ */
 struct app {
 	struct config cfg;
+	pthread_mutex_t open_mu;
 	struct store *store;        /* NULL until it opens */
 	struct provider *provider;  /* NULL until it opens */
 	struct auth_keys *keys;
 	int have_secret;            /* keyhash secret loaded */
 	uint8_t secret[KEYHASH_SECRET_SIZE];
-	/* For the log line of the request being answered: */
-	const char *outcome;        /* replay, claim, ... */
+};
+
+/* What the handling of one request notes for its log line. */
+struct app_note {
+	const char *outcome;           /* replay, claim, ... */
 	char keyhash[KEYHASH_HEX + 1]; /* keyhash of scope and key, or "" */
 };
 
@@ -42,8 +52,8 @@ int app_ensure_open(struct app *a);
 void app_bad_request(enum req_status st, const struct app *a,
     struct response *resp);
 
-void pay_post(struct app *a, const struct request *req, enum req_status st,
-    const char *scope, struct response *resp);
+void pay_post(struct app *a, struct app_note *note, const struct request *req,
+    enum req_status st, const char *scope, struct response *resp);
 void pay_get(struct app *a, const struct request *req, const char *id,
     const char *scope, struct response *resp);
 void pay_list(struct app *a, const struct request *req, const char *scope,

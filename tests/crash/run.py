@@ -383,7 +383,7 @@ def iso_ms(ms):
 
 def cgi_expect_created(row, ans, ms, why):
     """The payment's created_at shows which attempt fixed it: a take-over
-    resumes from the recovery point (the checkpoint's id and time)."""
+    resumes from the recovery point (the id and time the claim recorded)."""
     try:
         got = json.loads(ans.body).get("created_at")
     except ValueError:
@@ -483,11 +483,10 @@ def cgi_point(build, point, state, charges_at_crash, keep):
                 else:
                     later.append(("retry after lease", r3))
         if ref is not None and ref.status == 201:
-            if point in ("in_provider", "after_charge", "store_complete_commit"):
-                cgi_expect_created(row, ref, T, "the checkpoint of the first attempt")
-            elif point == "after_claim":
-                cgi_expect_created(row, ref, T + lease * 1000 + 1000,
-                                   "no checkpoint before the crash: the take-over's")
+            if point in ("after_claim", "in_provider", "after_charge",
+                         "store_complete_commit"):
+                # The claim itself records the payment's id and time.
+                cgi_expect_created(row, ref, T, "the recovery point the first claim wrote")
             elif state == "completed":
                 cgi_expect_created(row, ref, T, "the first attempt completed")
         got = cgi_expect_stats(row, st, T + lease * 1000 + 2000, "after the 201",
@@ -666,8 +665,8 @@ def cgi_chain(build, keep):
             if ref.status != 201 or ref.replayed:
                 row.problems.append(f"last take-over: expected a fresh 201, got {ref.brief()}")
         if ref is not None and ref.status == 201:
-            cgi_expect_created(row, ref, T + 2 * step,
-                               "the checkpoint of the attempt that died in_provider")
+            # The first claim (which died at after_claim) recorded them.
+            cgi_expect_created(row, ref, T, "the recovery point the first claim wrote")
         got = cgi_expect_stats(row, st, T + len(chain) * step + 1000, "after the 201",
                                keys=1, completed=1, in_progress=0, stuck=0, charges=1,
                                payments=1)

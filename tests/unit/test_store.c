@@ -118,7 +118,7 @@ claim(struct store *s, const char *scope, const char *key, const uint8_t *fp,
 	int rc;
 
 	tok(t, token);
-	if ((rc = store_claim(s, scope, key, fp, t, now, LEASE, TTL, &c)) !=
+	if ((rc = store_claim(s, scope, key, fp, t, now, LEASE, TTL, NULL, &c)) !=
 	    IDEM_OK)
 		return -rc;
 	if (retry_after != NULL)
@@ -150,7 +150,7 @@ test_claim_fresh(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
 	tok(t, 1);
 	HARNESS_EQ(store_lookup(st, "acct", "k1", &r), IDEM_ENOTFOUND);
-	HARNESS_EQ(store_claim(st, "acct", "k1", fp_a, t, T0, LEASE, TTL, &c),
+	HARNESS_EQ(store_claim(st, "acct", "k1", fp_a, t, T0, LEASE, TTL, NULL, &c),
 	    IDEM_OK);
 	HARNESS_EQ(c.decision, ENGINE_CLAIM);
 	HARNESS_EQ(c.rec.state, REC_IN_PROGRESS);
@@ -182,7 +182,7 @@ test_claim_conflict(void)
 	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
 	tok(t, 2);
 	HARNESS_EQ(store_claim(st, "acct", "k", fp_a, t, T0 + 5000, LEASE,
-	    TTL, &c), IDEM_OK);
+	    TTL, NULL, &c), IDEM_OK);
 	HARNESS_EQ(c.decision, ENGINE_CONFLICT);
 	HARNESS_EQ(c.retry_after, 25);
 	/* The record is the first claimant's, and was not rewritten. */
@@ -232,7 +232,7 @@ test_complete_replay(void)
 	rec_free(&r);
 
 	tok(t, 9);
-	HARNESS_EQ(store_claim(st, "acct", "k", fp_a, t, T0 + 200, LEASE, TTL,
+	HARNESS_EQ(store_claim(st, "acct", "k", fp_a, t, T0 + 200, LEASE, TTL, NULL,
 	    &c), IDEM_OK);
 	HARNESS_EQ(c.decision, ENGINE_REPLAY);
 	HARNESS_EQ(c.retry_after, 0);
@@ -260,7 +260,7 @@ test_release_then_claim(void)
 	HARNESS_EQ(store_release(st, "acct", "k", t), IDEM_ELOST);
 
 	tok(t, 2);
-	HARNESS_EQ(store_claim(st, "acct", "k", fp_b, t, T0 + 1, LEASE, TTL,
+	HARNESS_EQ(store_claim(st, "acct", "k", fp_b, t, T0 + 1, LEASE, TTL, NULL,
 	    &c), IDEM_OK);
 	HARNESS_EQ(c.decision, ENGINE_CLAIM);
 	HARNESS_EQ(c.rec.attempts, 1);
@@ -288,7 +288,7 @@ test_takeover_keeps_checkpoint(void)
 
 	tok(t, 2);
 	HARNESS_EQ(store_claim(st, "acct", "k", fp_a, t, T0 + 1000 + LEASE,
-	    LEASE, TTL, &c), IDEM_OK);
+	    LEASE, TTL, NULL, &c), IDEM_OK);
 	HARNESS_EQ(c.decision, ENGINE_TAKEOVER);
 	HARNESS_EQ(c.rec.attempts, 2);
 	HARNESS_EQ(c.rec.stage, 2);
@@ -446,7 +446,7 @@ test_expired_completed_claims_fresh(void)
 	HARNESS_EQ(claim(st, "acct", "k", fp_a, 2, T0 + TTL - 1, NULL),
 	    ENGINE_REPLAY);
 	tok(t, 3);
-	HARNESS_EQ(store_claim(st, "acct", "k", fp_b, t, T0 + TTL, LEASE, TTL,
+	HARNESS_EQ(store_claim(st, "acct", "k", fp_b, t, T0 + TTL, LEASE, TTL, NULL,
 	    &c), IDEM_OK);
 	HARNESS_EQ(c.decision, ENGINE_CLAIM);
 	HARNESS_EQ(c.rec.state, REC_IN_PROGRESS);
@@ -830,17 +830,17 @@ test_bad_arguments(void)
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
 	tok(t, 1);
-	HARNESS_EQ(store_claim(st, "", "k", fp_a, t, T0, LEASE, TTL, &c),
+	HARNESS_EQ(store_claim(st, "", "k", fp_a, t, T0, LEASE, TTL, NULL, &c),
 	    IDEM_EINVAL);
-	HARNESS_EQ(store_claim(st, "a", "", fp_a, t, T0, LEASE, TTL, &c),
+	HARNESS_EQ(store_claim(st, "a", "", fp_a, t, T0, LEASE, TTL, NULL, &c),
 	    IDEM_EINVAL);
-	HARNESS_EQ(store_claim(st, "a", "k", fp_a, t, T0, 0, TTL, &c),
+	HARNESS_EQ(store_claim(st, "a", "k", fp_a, t, T0, 0, TTL, NULL, &c),
 	    IDEM_EINVAL);
-	HARNESS_EQ(store_claim(st, "a", "k", fp_a, t, T0, LEASE, 0, &c),
+	HARNESS_EQ(store_claim(st, "a", "k", fp_a, t, T0, LEASE, 0, NULL, &c),
 	    IDEM_EINVAL);
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	HARNESS_EQ(store_claim(st, "a", big, fp_a, t, T0, LEASE, TTL, &c),
+	HARNESS_EQ(store_claim(st, "a", big, fp_a, t, T0, LEASE, TTL, NULL, &c),
 	    IDEM_ETOOBIG);
 	HARNESS_EQ(store_lookup(st, big, "k", &r), IDEM_ETOOBIG);
 	/* The longest key the interface promises (255) with a long scope. */
@@ -887,7 +887,7 @@ test_late_completion_outlives_retry(void)
 	HARNESS_EQ(store_abandon(st, "acct", "k", t, T0 + 2), IDEM_OK);
 	tok(t, 2);
 	HARNESS_EQ(store_claim(st, "acct", "k", fp_a, t, T0 + 2 * TTL, LEASE,
-	    TTL, &c), IDEM_OK);
+	    TTL, NULL, &c), IDEM_OK);
 	HARNESS_EQ(c.decision, ENGINE_TAKEOVER);
 	CU_ASSERT(c.rec.created_ms == T0);
 	rec_free(&c.rec);
@@ -1000,7 +1000,7 @@ test_scope_limit(void)
 	HARNESS_EQ(n, 3);
 	tok(t, 1);
 	HARNESS_EQ(store_claim(s, "greedy", "k3", fp_a, t, T0 + 1000, LEASE,
-	    TTL, &c), IDEM_ELIMIT);
+	    TTL, NULL, &c), IDEM_ELIMIT);
 	/* Retry-After: until the oldest record expires, T0 + TTL. */
 	HARNESS_EQ(c.retry_after, (TTL - 1000) / 1000);
 	HARNESS_EQ(claim(s, "greedy", "k0", fp_a, 1, T0 + 1000, NULL),

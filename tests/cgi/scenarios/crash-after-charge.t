@@ -20,7 +20,7 @@ request inside-lease: like first
   env IDEM_TEST_NOW_MS=1796042097789
 expect: 409
   problem: request-in-progress
-  Retry-After: 9
+  Retry-After: 1
 
 request takeover: like first
   unset IDEM_FAULT

@@ -22,5 +22,5 @@ request same: like first
   unset IDEM_FAULT
 expect: 409
   problem: request-in-progress
-  Retry-After: 10
+  Retry-After: 1
 check: in_progress=1 payments=0 charges=0
