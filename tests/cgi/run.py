@@ -7,13 +7,15 @@ and the body piped to standard input, then checks the CGI response (RFC 3875
 section 6) and the store (BUILD_DIR/idemctl stats) against scenario files.
 
     python3 tests/cgi/run.py --build BUILD_DIR [-v] [-j N] [--keep]
-                             [--timeout S] [scenario ...]
+                             [--timeout S] [--scenarios DIR] [--suite NAME]
+                             [scenario ...]
 
-A scenario is tests/cgi/scenarios/NAME.t; the format is described in
-tests/cgi/README.md.  Each scenario runs in a fresh temporary directory
-(store, provider ledger, keys file with two accounts) that is removed
-afterwards.  One line per scenario, "ok - NAME" or "FAIL - NAME: why", then
-"cgi: N passed, M failed"; the exit status is 0 iff nothing failed.
+A scenario is tests/cgi/scenarios/NAME.t (or DIR/NAME.t); the format is
+described in tests/cgi/README.md.  Each scenario runs in a fresh temporary
+directory (store, provider ledger, keys file with two accounts) that is
+removed afterwards.  One line per scenario, "ok - NAME" or "FAIL - NAME:
+why", then "SUITE: N passed, M failed" (SUITE is "cgi" unless --suite says
+otherwise); the exit status is 0 iff nothing failed.
 
 Python 3 standard library only.
 """
@@ -31,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCENARIO_DIR = os.path.join(HERE, "scenarios")
@@ -494,7 +497,7 @@ class Scenario:
             "REQUEST_METHOD": req["method"],
             "REQUEST_URI": target,
             "SCRIPT_NAME": "",
-            "PATH_INFO": path,
+            "PATH_INFO": cgi_path_info(path),
             "QUERY_STRING": query,
             "HTTP_HOST": "localhost:8080",
         })
@@ -723,6 +726,9 @@ class Scenario:
                 raise Fail("%s: %r appears on the responder's stderr" %
                            (where, needle))
             return
+        if text == "utf8-body":
+            self._utf8_body(resp, where)
+            return
         m = re.match(r"^body-of:\s*(\S+)$", text)
         if m:
             other = self._response(m.group(1), where)
@@ -764,6 +770,33 @@ class Scenario:
         except (ValueError, UnicodeDecodeError) as e:
             raise Fail("%s: body is not JSON (%s): %r" %
                        (where, e, resp.body[:300]))
+
+    def _utf8_body(self, resp, where):
+        """The body is well-formed UTF-8 (RFC 3629); a JSON body also
+        parses, and no string in it is a lone surrogate written as an
+        escape (RFC 8259 section 8.2), which no UTF-8 decoder can take."""
+        try:
+            resp.body.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise Fail("%s: body is not UTF-8 (%s): %r" %
+                       (where, e, resp.body[:300]))
+        ct = (resp.get("Content-Type") or "").split(";")[0].strip().lower()
+        if ct != "application/json" and not ct.endswith("+json"):
+            return
+        stack = [self._json(resp, where)]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, dict):
+                stack.extend(v.keys())
+                stack.extend(v.values())
+            elif isinstance(v, list):
+                stack.extend(v)
+            elif isinstance(v, str) and not isinstance(v, Num):
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise Fail("%s: body escapes a lone surrogate: %r" %
+                               (where, v))
 
     def _header(self, name, want, resp, where):
         got = resp.get(name)
@@ -968,6 +1001,22 @@ class Scenario:
                                 (step.line, kind))
 
 
+def cgi_path_info(path):
+    """PATH_INFO as a web server sets it (RFC 3875 section 4.1.5): the
+    path percent-decoded, bytes that are not UTF-8 included.  The
+    environment cannot hold a NUL byte, so "%00" alone stays encoded."""
+    parts = re.split(r"(%00)", path)
+    out = []
+    for part in parts:
+        if part == "%00":
+            out.append(part)
+            continue
+        raw = urllib.parse.unquote_to_bytes(
+            part.encode("utf-8", "surrogateescape"))
+        out.append(raw.decode("utf-8", "surrogateescape"))
+    return "".join(out)
+
+
 def run_one(path, args):
     sc = Scenario(path, args.build, args.timeout, args.verbose, args.keep)
     start = time.monotonic()
@@ -993,16 +1042,16 @@ def run_one(path, args):
     return ok, line, extra
 
 
-def find_scenarios(names):
+def find_scenarios(names, directory):
     if not names:
-        return sorted(os.path.join(SCENARIO_DIR, f) for f in
-                      os.listdir(SCENARIO_DIR) if f.endswith(".t"))
+        return sorted(os.path.join(directory, f) for f in
+                      os.listdir(directory) if f.endswith(".t"))
     paths = []
     for n in names:
         if os.path.isfile(n):
             paths.append(n)
             continue
-        p = os.path.join(SCENARIO_DIR, n if n.endswith(".t") else n + ".t")
+        p = os.path.join(directory, n if n.endswith(".t") else n + ".t")
         if not os.path.isfile(p):
             sys.exit("run.py: no scenario %r (looked for %s)" % (n, p))
         paths.append(p)
@@ -1021,15 +1070,22 @@ def main():
                     help="print each scenario's steps")
     ap.add_argument("--keep", action="store_true",
                     help="keep the temporary directory of failed scenarios")
-    ap.add_argument("scenarios", nargs="*",
-                    help="scenario names (default: all in scenarios/)")
+    ap.add_argument("--scenarios", metavar="DIR", default=SCENARIO_DIR,
+                    help="directory of NAME.t files (default: "
+                    "tests/cgi/scenarios)")
+    ap.add_argument("--suite", default="cgi",
+                    help="name on the closing line (default: cgi)")
+    ap.add_argument("scenarios_named", nargs="*", metavar="scenario",
+                    help="scenario names (default: all in the directory)")
     args = ap.parse_args()
     args.build = os.path.abspath(args.build)
     for exe in ("idem-fcgi", "idemctl"):
         p = os.path.join(args.build, exe)
         if not os.access(p, os.X_OK):
             sys.exit("run.py: %s is missing or not executable" % p)
-    paths = find_scenarios(args.scenarios)
+    if not os.path.isdir(args.scenarios):
+        sys.exit("run.py: no directory %s" % args.scenarios)
+    paths = find_scenarios(args.scenarios_named, args.scenarios)
     passed = failed = 0
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
         futures = [pool.submit(run_one, p, args) for p in paths]
@@ -1042,7 +1098,7 @@ def main():
                 passed += 1
             else:
                 failed += 1
-    print("cgi: %d passed, %d failed" % (passed, failed))
+    print("%s: %d passed, %d failed" % (args.suite, passed, failed))
     return 0 if failed == 0 else 1
 
 
