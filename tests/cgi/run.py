@@ -8,14 +8,16 @@ section 6) and the store (BUILD_DIR/idemctl stats) against scenario files.
 
     python3 tests/cgi/run.py --build BUILD_DIR [-v] [-j N] [--keep]
                              [--timeout S] [--scenarios DIR] [--suite NAME]
-                             [scenario ...]
+                             [--wrap CMD] [scenario ...]
 
 A scenario is tests/cgi/scenarios/NAME.t (or DIR/NAME.t); the format is
 described in tests/cgi/README.md.  Each scenario runs in a fresh temporary
 directory (store, provider ledger, keys file with two accounts) that is
 removed afterwards.  One line per scenario, "ok - NAME" or "FAIL - NAME:
 why", then "SUITE: N passed, M failed" (SUITE is "cgi" unless --suite says
-otherwise); the exit status is 0 iff nothing failed.
+otherwise); the exit status is 0 iff nothing failed.  --wrap runs every
+responder under a checker such as valgrind, whose own error report fails
+the scenario.
 
 Python 3 standard library only.
 """
@@ -26,6 +28,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -65,6 +68,10 @@ PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::([^{}]*))?\}")
 
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
                    "runtime error:", "ERROR: UndefinedBehaviorSanitizer")
+
+# Valgrind's closing count when it found something (memcheck errors, and
+# leaks of the kinds given to --errors-for-leak-kinds).
+VALGRIND_ERRORS = re.compile(r"^==\d+== ERROR SUMMARY: [1-9]", re.M)
 
 
 class ScenarioError(Exception):
@@ -248,13 +255,18 @@ def load_json(text):
 # ---------------------------------------------------------------- a scenario
 
 class Scenario:
-    def __init__(self, path, build, timeout, verbose, keep):
+    def __init__(self, path, build, timeout, verbose, keep, wrap=None,
+                 wrap_status=99):
         self.path = path
         self.name = os.path.splitext(os.path.basename(path))[0]
         self.build = build
         self.timeout = timeout
         self.verbose = verbose
         self.keep = keep
+        # A command (argv list) every responder runs under, and the exit
+        # status by which it reports an error of its own.
+        self.wrap = wrap or []
+        self.wrap_status = wrap_status
         self.vars = {}           # captured values: name -> str
         self.requests = {}       # name -> request dict (for "like")
         self.responses = {}      # name -> Response
@@ -528,7 +540,7 @@ class Scenario:
         exe = os.path.join(self.build, "idem-fcgi")
         # Standard input is a pipe, never a socket: the responder answers
         # one request as plain CGI.
-        return subprocess.Popen([exe], env=env, cwd=self.tmp,
+        return subprocess.Popen(self.wrap + [exe], env=env, cwd=self.tmp,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
 
@@ -585,6 +597,16 @@ class Scenario:
             if mark in text:
                 raise Fail("line %d: %s: sanitizer report on stderr" %
                            (line, name), resp.describe(2000))
+        if self.wrap and (proc.returncode == self.wrap_status or
+                          VALGRIND_ERRORS.search(text)):
+            report = [l for l in text.split("\n")
+                      if re.match(r"==\d+==", l)]
+            raise Fail("line %d: %s: %s reported an error (exit status %s)"
+                       % (line, name, os.path.basename(self.wrap[0]),
+                          proc.returncode),
+                       ["report of %s:" % self.wrap[0]] +
+                       ["  ! " + l for l in (report or
+                                             text.split("\n"))[:120]])
         return resp
 
     # -- gates (fifos at fault points) ---------------------------------
@@ -1018,7 +1040,8 @@ def cgi_path_info(path):
 
 
 def run_one(path, args):
-    sc = Scenario(path, args.build, args.timeout, args.verbose, args.keep)
+    sc = Scenario(path, args.build, args.timeout, args.verbose, args.keep,
+                  args.wrap, args.wrap_status)
     start = time.monotonic()
     try:
         sc.run()
@@ -1075,14 +1098,23 @@ def main():
                     "tests/cgi/scenarios)")
     ap.add_argument("--suite", default="cgi",
                     help="name on the closing line (default: cgi)")
+    ap.add_argument("--wrap", metavar="CMD", default="",
+                    help="run every responder under CMD (split like a "
+                    "shell would), e.g. 'valgrind --error-exitcode=99'")
+    ap.add_argument("--wrap-status", type=int, default=99, metavar="N",
+                    help="exit status by which the --wrap command reports "
+                    "an error of its own (default 99)")
     ap.add_argument("scenarios_named", nargs="*", metavar="scenario",
                     help="scenario names (default: all in the directory)")
     args = ap.parse_args()
     args.build = os.path.abspath(args.build)
+    args.wrap = shlex.split(args.wrap)
     for exe in ("idem-fcgi", "idemctl"):
         p = os.path.join(args.build, exe)
         if not os.access(p, os.X_OK):
             sys.exit("run.py: %s is missing or not executable" % p)
+    if args.wrap and shutil.which(args.wrap[0]) is None:
+        sys.exit("run.py: --wrap: %s not found" % args.wrap[0])
     if not os.path.isdir(args.scenarios):
         sys.exit("run.py: no directory %s" % args.scenarios)
     paths = find_scenarios(args.scenarios_named, args.scenarios)
