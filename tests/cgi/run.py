@@ -7,13 +7,17 @@ and the body piped to standard input, then checks the CGI response (RFC 3875
 section 6) and the store (BUILD_DIR/idemctl stats) against scenario files.
 
     python3 tests/cgi/run.py --build BUILD_DIR [-v] [-j N] [--keep]
-                             [--timeout S] [scenario ...]
+                             [--timeout S] [--scenarios DIR] [--suite NAME]
+                             [--wrap CMD] [scenario ...]
 
-A scenario is tests/cgi/scenarios/NAME.t; the format is described in
-tests/cgi/README.md.  Each scenario runs in a fresh temporary directory
-(store, provider ledger, keys file with two accounts) that is removed
-afterwards.  One line per scenario, "ok - NAME" or "FAIL - NAME: why", then
-"cgi: N passed, M failed"; the exit status is 0 iff nothing failed.
+A scenario is tests/cgi/scenarios/NAME.t (or DIR/NAME.t); the format is
+described in tests/cgi/README.md.  Each scenario runs in a fresh temporary
+directory (store, provider ledger, keys file with two accounts) that is
+removed afterwards.  One line per scenario, "ok - NAME" or "FAIL - NAME:
+why", then "SUITE: N passed, M failed" (SUITE is "cgi" unless --suite says
+otherwise); the exit status is 0 iff nothing failed.  --wrap runs every
+responder under a checker such as valgrind, whose own error report fails
+the scenario.
 
 Python 3 standard library only.
 """
@@ -24,6 +28,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -31,6 +36,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCENARIO_DIR = os.path.join(HERE, "scenarios")
@@ -62,6 +68,10 @@ PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::([^{}]*))?\}")
 
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
                    "runtime error:", "ERROR: UndefinedBehaviorSanitizer")
+
+# Valgrind's closing count when it found something (memcheck errors, and
+# leaks of the kinds given to --errors-for-leak-kinds).
+VALGRIND_ERRORS = re.compile(r"^==\d+== ERROR SUMMARY: [1-9]", re.M)
 
 
 class ScenarioError(Exception):
@@ -245,13 +255,18 @@ def load_json(text):
 # ---------------------------------------------------------------- a scenario
 
 class Scenario:
-    def __init__(self, path, build, timeout, verbose, keep):
+    def __init__(self, path, build, timeout, verbose, keep, wrap=None,
+                 wrap_status=99):
         self.path = path
         self.name = os.path.splitext(os.path.basename(path))[0]
         self.build = build
         self.timeout = timeout
         self.verbose = verbose
         self.keep = keep
+        # A command (argv list) every responder runs under, and the exit
+        # status by which it reports an error of its own.
+        self.wrap = wrap or []
+        self.wrap_status = wrap_status
         self.vars = {}           # captured values: name -> str
         self.requests = {}       # name -> request dict (for "like")
         self.responses = {}      # name -> Response
@@ -494,7 +509,7 @@ class Scenario:
             "REQUEST_METHOD": req["method"],
             "REQUEST_URI": target,
             "SCRIPT_NAME": "",
-            "PATH_INFO": path,
+            "PATH_INFO": cgi_path_info(path),
             "QUERY_STRING": query,
             "HTTP_HOST": "localhost:8080",
         })
@@ -525,7 +540,7 @@ class Scenario:
         exe = os.path.join(self.build, "idem-fcgi")
         # Standard input is a pipe, never a socket: the responder answers
         # one request as plain CGI.
-        return subprocess.Popen([exe], env=env, cwd=self.tmp,
+        return subprocess.Popen(self.wrap + [exe], env=env, cwd=self.tmp,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
 
@@ -582,6 +597,16 @@ class Scenario:
             if mark in text:
                 raise Fail("line %d: %s: sanitizer report on stderr" %
                            (line, name), resp.describe(2000))
+        if self.wrap and (proc.returncode == self.wrap_status or
+                          VALGRIND_ERRORS.search(text)):
+            report = [l for l in text.split("\n")
+                      if re.match(r"==\d+==", l)]
+            raise Fail("line %d: %s: %s reported an error (exit status %s)"
+                       % (line, name, os.path.basename(self.wrap[0]),
+                          proc.returncode),
+                       ["report of %s:" % self.wrap[0]] +
+                       ["  ! " + l for l in (report or
+                                             text.split("\n"))[:120]])
         return resp
 
     # -- gates (fifos at fault points) ---------------------------------
@@ -723,6 +748,9 @@ class Scenario:
                 raise Fail("%s: %r appears on the responder's stderr" %
                            (where, needle))
             return
+        if text == "utf8-body":
+            self._utf8_body(resp, where)
+            return
         m = re.match(r"^body-of:\s*(\S+)$", text)
         if m:
             other = self._response(m.group(1), where)
@@ -764,6 +792,33 @@ class Scenario:
         except (ValueError, UnicodeDecodeError) as e:
             raise Fail("%s: body is not JSON (%s): %r" %
                        (where, e, resp.body[:300]))
+
+    def _utf8_body(self, resp, where):
+        """The body is well-formed UTF-8 (RFC 3629); a JSON body also
+        parses, and no string in it is a lone surrogate written as an
+        escape (RFC 8259 section 8.2), which no UTF-8 decoder can take."""
+        try:
+            resp.body.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise Fail("%s: body is not UTF-8 (%s): %r" %
+                       (where, e, resp.body[:300]))
+        ct = (resp.get("Content-Type") or "").split(";")[0].strip().lower()
+        if ct != "application/json" and not ct.endswith("+json"):
+            return
+        stack = [self._json(resp, where)]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, dict):
+                stack.extend(v.keys())
+                stack.extend(v.values())
+            elif isinstance(v, list):
+                stack.extend(v)
+            elif isinstance(v, str) and not isinstance(v, Num):
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise Fail("%s: body escapes a lone surrogate: %r" %
+                               (where, v))
 
     def _header(self, name, want, resp, where):
         got = resp.get(name)
@@ -968,8 +1023,25 @@ class Scenario:
                                 (step.line, kind))
 
 
+def cgi_path_info(path):
+    """PATH_INFO as a web server sets it (RFC 3875 section 4.1.5): the
+    path percent-decoded, bytes that are not UTF-8 included.  The
+    environment cannot hold a NUL byte, so "%00" alone stays encoded."""
+    parts = re.split(r"(%00)", path)
+    out = []
+    for part in parts:
+        if part == "%00":
+            out.append(part)
+            continue
+        raw = urllib.parse.unquote_to_bytes(
+            part.encode("utf-8", "surrogateescape"))
+        out.append(raw.decode("utf-8", "surrogateescape"))
+    return "".join(out)
+
+
 def run_one(path, args):
-    sc = Scenario(path, args.build, args.timeout, args.verbose, args.keep)
+    sc = Scenario(path, args.build, args.timeout, args.verbose, args.keep,
+                  args.wrap, args.wrap_status)
     start = time.monotonic()
     try:
         sc.run()
@@ -993,16 +1065,16 @@ def run_one(path, args):
     return ok, line, extra
 
 
-def find_scenarios(names):
+def find_scenarios(names, directory):
     if not names:
-        return sorted(os.path.join(SCENARIO_DIR, f) for f in
-                      os.listdir(SCENARIO_DIR) if f.endswith(".t"))
+        return sorted(os.path.join(directory, f) for f in
+                      os.listdir(directory) if f.endswith(".t"))
     paths = []
     for n in names:
         if os.path.isfile(n):
             paths.append(n)
             continue
-        p = os.path.join(SCENARIO_DIR, n if n.endswith(".t") else n + ".t")
+        p = os.path.join(directory, n if n.endswith(".t") else n + ".t")
         if not os.path.isfile(p):
             sys.exit("run.py: no scenario %r (looked for %s)" % (n, p))
         paths.append(p)
@@ -1021,15 +1093,31 @@ def main():
                     help="print each scenario's steps")
     ap.add_argument("--keep", action="store_true",
                     help="keep the temporary directory of failed scenarios")
-    ap.add_argument("scenarios", nargs="*",
-                    help="scenario names (default: all in scenarios/)")
+    ap.add_argument("--scenarios", metavar="DIR", default=SCENARIO_DIR,
+                    help="directory of NAME.t files (default: "
+                    "tests/cgi/scenarios)")
+    ap.add_argument("--suite", default="cgi",
+                    help="name on the closing line (default: cgi)")
+    ap.add_argument("--wrap", metavar="CMD", default="",
+                    help="run every responder under CMD (split like a "
+                    "shell would), e.g. 'valgrind --error-exitcode=99'")
+    ap.add_argument("--wrap-status", type=int, default=99, metavar="N",
+                    help="exit status by which the --wrap command reports "
+                    "an error of its own (default 99)")
+    ap.add_argument("scenarios_named", nargs="*", metavar="scenario",
+                    help="scenario names (default: all in the directory)")
     args = ap.parse_args()
     args.build = os.path.abspath(args.build)
+    args.wrap = shlex.split(args.wrap)
     for exe in ("idem-fcgi", "idemctl"):
         p = os.path.join(args.build, exe)
         if not os.access(p, os.X_OK):
             sys.exit("run.py: %s is missing or not executable" % p)
-    paths = find_scenarios(args.scenarios)
+    if args.wrap and shutil.which(args.wrap[0]) is None:
+        sys.exit("run.py: --wrap: %s not found" % args.wrap[0])
+    if not os.path.isdir(args.scenarios):
+        sys.exit("run.py: no directory %s" % args.scenarios)
+    paths = find_scenarios(args.scenarios_named, args.scenarios)
     passed = failed = 0
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
         futures = [pool.submit(run_one, p, args) for p in paths]
@@ -1042,7 +1130,7 @@ def main():
                 passed += 1
             else:
                 failed += 1
-    print("cgi: %d passed, %d failed" % (passed, failed))
+    print("%s: %d passed, %d failed" % (args.suite, passed, failed))
     return 0 if failed == 0 else 1
 
 

@@ -1,0 +1,11 @@
+# Contract row "no authenticated principal": 401 with WWW-Authenticate,
+# nothing stored, nothing charged.  No credentials at all.
+
+request hostile: POST /payments
+  Idempotency-Key: "h-auth-none"
+  Content-Type: application/json
+  body: {"amount": 100.00, "currency": "BRL"}
+expect: 401
+  problem: unauthorized
+  WWW-Authenticate: ~ Bearer realm="idem".*
+check: keys=0 payments=0 charges=0

@@ -1,0 +1,11 @@
+# Contract row "body not JSON where JSON is required": application/jsonx
+# merely starts like JSON: 415, nothing stored.
+
+request hostile: POST /payments
+  as alice
+  Idempotency-Key: "h-content-type-json-prefix"
+  Content-Type: application/jsonx
+  body: {"amount": 100.00, "currency": "BRL"}
+expect: 415
+  problem: unsupported-media-type
+check: keys=0 payments=0 charges=0

@@ -1,0 +1,21 @@
+# Contract row "handler answered 2xx or 4xx": an invalid payment is a final
+# answer, stored and replayed, and never reaches the provider.  A currency
+# with an escaped control character (\u0001): 400, and the detail escapes
+# it.
+
+request hostile: POST /payments
+  as alice
+  Idempotency-Key: "h-currency-control-escape"
+  Content-Type: application/json
+  body: {"amount": 100.00, "currency": "\u0001BR"}
+expect: 400
+  problem: invalid-payment
+  utf8-body
+  no Idempotent-Replayed
+check: keys=1 completed=1 in_progress=0 payments=0 charges=0
+
+request retry: like hostile
+expect: 400
+  replay-of: hostile
+  utf8-body
+check: keys=1 completed=1 payments=0 charges=0

@@ -1,0 +1,21 @@
+# Contract row "handler answered 2xx or 4xx": an invalid payment is a final
+# answer, stored and replayed, and never reaches the provider.  Three euro
+# signs written as \u20ac escapes (nine bytes once unescaped): 400, and the
+# problem body is valid UTF-8 however the detail quotes them.
+
+request hostile: POST /payments
+  as alice
+  Idempotency-Key: "h-currency-escaped-euro"
+  Content-Type: application/json
+  body: {"amount": 100.00, "currency": "\u20ac\u20ac\u20ac"}
+expect: 400
+  problem: invalid-payment
+  utf8-body
+  no Idempotent-Replayed
+check: keys=1 completed=1 in_progress=0 payments=0 charges=0
+
+request retry: like hostile
+expect: 400
+  replay-of: hostile
+  utf8-body
+check: keys=1 completed=1 payments=0 charges=0

@@ -1,0 +1,12 @@
+# Contract row "key not a valid Structured Field String (RFC 8941), empty,
+# over 255 characters, control characters, or more than one key": a bare key
+# cannot carry parameters (k;a and k;b would otherwise be one key): 400.
+
+request hostile: POST /payments
+  as alice
+  Idempotency-Key: order-1;a=1
+  Content-Type: application/json
+  body: {"amount": 100.00, "currency": "BRL"}
+expect: 400
+  problem: invalid-key
+check: keys=0 payments=0 charges=0

@@ -1,0 +1,13 @@
+# Contract row "key not a valid Structured Field String (RFC 8941), empty,
+# over 255 characters, control characters, or more than one key": the six
+# characters \u0000 are not an RFC 8941 escape (a client trying to smuggle
+# NUL into the key): 400.
+
+request hostile: POST /payments
+  as alice
+  Idempotency-Key: "a\u0000b"
+  Content-Type: application/json
+  body: {"amount": 100.00, "currency": "BRL"}
+expect: 400
+  problem: invalid-key
+check: keys=0 payments=0 charges=0

@@ -1,0 +1,13 @@
+# Contract row "key not a valid Structured Field String (RFC 8941), empty,
+# over 255 characters, control characters, or more than one key": two bare
+# words separated by a tab (what a sloppy client sends for a key with a
+# space): 400.
+
+request hostile: POST /payments
+  as alice
+  Idempotency-Key: order{byte:09}1001
+  Content-Type: application/json
+  body: {"amount": 100.00, "currency": "BRL"}
+expect: 400
+  problem: invalid-key
+check: keys=0 payments=0 charges=0

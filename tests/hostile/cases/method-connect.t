@@ -1,0 +1,12 @@
+# RFC 9110 section 15.5.6: CONNECT on /payments: 405 with Allow, nothing
+# stored.
+
+request hostile: CONNECT /payments
+  as alice
+  Idempotency-Key: "h-method-connect"
+  Content-Type: application/json
+  body: {"amount": 100.00, "currency": "BRL"}
+expect: 405
+  problem: method-not-allowed
+  Allow: ~ (?=.*\bGET\b)(?=.*\bPOST\b)[A-Z, ]+
+check: keys=0 payments=0 charges=0

@@ -1,0 +1,8 @@
+# GET /payments takes limit, a whole number from 1 to 100; 101 is over the
+# maximum: 400 bad-request.
+
+request hostile: GET /payments?limit=101
+  as alice
+expect: 400
+  problem: bad-request
+check: keys=0 payments=0 charges=0
