@@ -40,7 +40,7 @@ enum store_table {
 
 struct store_config {
 	const char *dir;      /* created if missing */
-	size_t map_size;      /* bytes; 0 for the default (256 MiB) */
+	size_t map_size;      /* bytes; 0 for the default (32 GiB, sparse) */
 	int read_only;
 	/*
 	 * The most live records one scope may hold (0: no bound), so one

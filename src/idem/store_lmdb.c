@@ -53,7 +53,7 @@
 #include "record.h"
 #include "store.h"
 
-#define STORE_DEFAULT_MAP_SIZE ((size_t)256 << 20)
+#define STORE_DEFAULT_MAP_SIZE ((size_t)32 << 30)
 /* keys, expiry, pending, quota, and one per application table. */
 #define STORE_MAX_DBS (4 + STORE_TABLE__MAX)
 /*
@@ -510,24 +510,19 @@ store_txn_commit(MDB_txn *txn)
 }
 
 /*
- * Runs a batch of jobs in one write transaction, each in a nested one,
- * and commits it once: one durable sync for the whole batch.  A job's
- * result is final only after that commit; if it fails, every job that
- * wrote gets its error, since none of their writes happened.
+ * Runs a batch of jobs in the write transaction txn, each in a nested
+ * one, and commits it once: one durable sync for the whole batch.  A
+ * job's result is final only after that commit; if it fails, every job
+ * that wrote gets its error, since none of their writes happened.
  */
 static void
-store_batch_run(struct store *any, struct store_job *batch)
+store_batch_run(struct store *any, MDB_txn *txn, struct store_job *batch)
 {
 	struct store_job *j;
-	MDB_txn *txn, *child;
+	MDB_txn *child;
 	size_t kept = 0;
 	int rc;
 
-	if ((rc = store_txn_begin(any, 1, &txn)) != IDEM_OK) {
-		for (j = batch; j != NULL; j = j->next)
-			j->rc = rc;
-		return;
-	}
 	for (j = batch; j != NULL; j = j->next) {
 		j->wrote = 0;
 		if ((rc = mdb_txn_begin(any->e->env, txn, 0, &child)) != 0) {
@@ -567,19 +562,23 @@ store_batch_run(struct store *any, struct store_job *batch)
 /*
  * Runs fn(s, txn, arg) in the next group commit of s's environment and
  * returns its result once that commit is durable.  The first thread to
- * find no commit under way leads: it takes every job queued so far (its
- * own included), runs them in one transaction, commits, and wakes their
- * threads; jobs queued meanwhile wait for the next leader, who is one of
- * them.  So a lone request commits at once, and concurrent ones share
- * one sync: group commit without a thread of its own, the same in a
- * single-threaded CGI process.  The write transaction stays on the
- * leader's thread from begin to commit, as LMDB requires.
+ * find no commit under way leads: it begins the write transaction, which
+ * may wait for LMDB's write lock while another process commits, and only
+ * then takes every job queued so far (its own included), so that jobs
+ * that arrived during that wait ride along; it runs them, commits, and
+ * wakes their threads.  Jobs queued meanwhile wait for the next leader,
+ * who is one of them.  So a lone request commits at once, and concurrent
+ * ones share one sync: group commit without a thread of its own, the
+ * same in a single-threaded CGI process.  The write transaction stays on
+ * the leader's thread from begin to commit, as LMDB requires.
  */
 static int
 store_write(struct store *s, store_job_fn fn, void *arg)
 {
 	struct store_env *e = s->e;
 	struct store_job job, *batch, *j, *next;
+	MDB_txn *txn;
+	int rc;
 
 	if (s->read_only)
 		return IDEM_EROFS;
@@ -596,11 +595,18 @@ store_write(struct store *s, store_job_fn fn, void *arg)
 			continue;
 		}
 		e->leading = 1;
+		pthread_mutex_unlock(&e->mu);
+		rc = store_txn_begin(s, 1, &txn);
+		pthread_mutex_lock(&e->mu);
 		batch = e->queue;
 		e->queue = NULL;
 		e->queue_tail = &e->queue;
 		pthread_mutex_unlock(&e->mu);
-		store_batch_run(s, batch);
+		if (rc == IDEM_OK)
+			store_batch_run(s, txn, batch);
+		else
+			for (j = batch; j != NULL; j = j->next)
+				j->rc = rc;
 		pthread_mutex_lock(&e->mu);
 		for (j = batch; j != NULL; j = next) {
 			/* j may be gone as soon as done is seen: read next first. */

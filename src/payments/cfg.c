@@ -90,7 +90,7 @@ config_string(const char *name, const char *dflt, char *out, size_t outlen,
 int
 config_load(struct config *cfg, char *err, size_t errlen)
 {
-	uint64_t ttl = 86400, lease = 30, limit = 65536, map = 256ULL << 20;
+	uint64_t ttl = 86400, lease = 30, limit = 65536, map = 32ULL << 30;
 	uint64_t latency = 0, per_account = UINT64_MAX, threads = 64;
 	const char *s;
 

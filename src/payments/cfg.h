@@ -12,7 +12,7 @@
  *   IDEM_TTL                  key lifetime, seconds    86400
  *   IDEM_LEASE                claim lease, seconds     30
  *   IDEM_BODY_LIMIT           request body, bytes      65536 (at most 1M)
- *   IDEM_MAP_SIZE             LMDB map, bytes (K/M/G)  256M
+ *   IDEM_MAP_SIZE             LMDB map, bytes (K/M/G)  32G
  *   IDEM_THREADS              requests one worker      64
  *                             serves at once
  *   IDEM_KEYS_PER_ACCOUNT     live keys per account    map size / 4 KiB
