@@ -20,6 +20,8 @@ static const struct {
 	    "Idempotency-Key header is malformed" },
 	[PROBLEM_UNAUTHORIZED] = { "unauthorized", 401,
 	    "Authentication required" },
+	[PROBLEM_FORBIDDEN] = { "forbidden", 403,
+	    "Not allowed for this account" },
 	[PROBLEM_NOT_FOUND] = { "not-found", 404, "Not found" },
 	[PROBLEM_METHOD] = { "method-not-allowed", 405,
 	    "Method not allowed" },

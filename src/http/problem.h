@@ -14,6 +14,7 @@ enum problem {
 	PROBLEM_MISSING_KEY = 0,   /* 400 */
 	PROBLEM_INVALID_KEY,       /* 400 */
 	PROBLEM_UNAUTHORIZED,      /* 401 */
+	PROBLEM_FORBIDDEN,         /* 403 */
 	PROBLEM_NOT_FOUND,         /* 404 */
 	PROBLEM_METHOD,            /* 405 */
 	PROBLEM_IN_PROGRESS,       /* 409 */

@@ -132,22 +132,60 @@ app_bad_request(enum req_status st, const struct app *a,
 	}
 }
 
-static int
-app_authenticate(struct app *a, const struct request *req,
-    char principal[AUTH_PRINCIPAL_MAX + 1], struct response *resp)
+/*
+ * The 401 names what the deployment expects: an API key, or the
+ * credentials the web server in front checks (RFC 9110 section 11.6.1
+ * requires a challenge either way).
+ */
+static void
+app_unauthorized(const struct app *a, enum auth_status st,
+    struct response *resp)
 {
-	enum auth_status st;
-
-	st = auth_principal(a->keys, req->remote_user, req->authorization,
-	    principal);
-	if (st == AUTH_OK)
-		return 0;
+	if (a->cfg.auth_mode == AUTH_MODE_REMOTE_USER) {
+		problem_build(resp, PROBLEM_UNAUTHORIZED, "%s",
+		    st == AUTH_MISSING ? "Sign in with the credentials this "
+		    "server asks for." : "The credentials were not accepted.");
+		resp_header(resp, "WWW-Authenticate", "Basic realm=\"idem\"");
+		return;
+	}
 	problem_build(resp, PROBLEM_UNAUTHORIZED, "%s",
 	    st == AUTH_MISSING ? "Send your API key as \"Authorization: "
 	    "Bearer <key>\"." : "The credentials were not accepted.");
 	/* RFC 6750 section 3. */
 	resp_header(resp, "WWW-Authenticate", "Bearer realm=\"idem\"%s",
 	    st == AUTH_MISSING ? "" : ", error=\"invalid_token\"");
+}
+
+static int
+app_authenticate(struct app *a, const struct request *req,
+    char principal[AUTH_PRINCIPAL_MAX + 1], struct response *resp)
+{
+	enum auth_status st;
+
+	st = auth_principal(a->keys, a->cfg.auth_mode, req->remote_user,
+	    req->authorization, principal);
+	if (st == AUTH_OK)
+		return 0;
+	app_unauthorized(a, st, resp);
+	return -1;
+}
+
+/*
+ * The metrics account (IDEM_METRICS_ACCOUNT) reads /metrics, which shows
+ * the volume of every account together, and nothing else; every other
+ * account may use the payments endpoints and not /metrics.  So the
+ * credential a monitoring system holds can neither pay nor read a
+ * payment, and a customer's key learns nothing about other customers.
+ */
+static int
+app_authorize(const struct app *a, const char *principal, int metrics,
+    struct response *resp)
+{
+	if ((strcmp(principal, a->cfg.metrics_account) == 0) == metrics)
+		return 0;
+	problem_build(resp, PROBLEM_FORBIDDEN, "%s", metrics ?
+	    "Only the monitoring account may read the metrics." :
+	    "The monitoring account may only read the metrics.");
 	return -1;
 }
 
@@ -176,7 +214,8 @@ app_route(struct app *a, struct app_note *note, enum req_status st,
 	if (strcmp(p, "/metrics") == 0) {
 		if (!get)
 			app_method_not_allowed(resp, "GET, HEAD");
-		else
+		else if (app_authenticate(a, req, principal, resp) == 0 &&
+		    app_authorize(a, principal, 1, resp) == 0)
 			pay_metrics(a, resp);
 		return;
 	}
@@ -203,7 +242,8 @@ app_route(struct app *a, struct app_note *note, enum req_status st,
 		app_method_not_allowed(resp, "GET, HEAD");
 		return;
 	}
-	if (app_authenticate(a, req, principal, resp) != 0)
+	if (app_authenticate(a, req, principal, resp) != 0 ||
+	    app_authorize(a, principal, 0, resp) != 0)
 		return;
 	if (strcmp(req->method, "POST") == 0)
 		pay_post(a, note, req, st, principal, resp);

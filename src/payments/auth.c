@@ -1,5 +1,6 @@
 /*
- * auth.c: the principal, from REMOTE_USER or a Bearer API key.
+ * auth.c: the principal, from a Bearer API key or from REMOTE_USER,
+ * whichever the configured mode names (auth.h).
  *
  * The keys file holds SHA-256 digests of the secrets, never the secrets,
  * so reading it does not let anyone call the API.  A presented secret is
@@ -60,6 +61,40 @@ auth_valid_principal(const char *s, size_t len)
 		if (!auth_valid_char(s[i]))
 			return 0;
 	return 1;
+}
+
+int
+auth_principal_valid(const char *s)
+{
+	return s != NULL && auth_valid_principal(s, strlen(s));
+}
+
+static const char *const auth_modestr[AUTH_MODE__MAX] = {
+	[AUTH_MODE_BEARER] = "bearer",
+	[AUTH_MODE_REMOTE_USER] = "remote-user",
+};
+
+int
+auth_mode_parse(const char *s, enum auth_mode *mode)
+{
+	int i;
+
+	if (s == NULL)
+		return IDEM_EINVAL;
+	for (i = 0; i < AUTH_MODE__MAX; i++)
+		if (strcmp(s, auth_modestr[i]) == 0) {
+			*mode = (enum auth_mode)i;
+			return IDEM_OK;
+		}
+	return IDEM_EINVAL;
+}
+
+const char *
+auth_mode_name(enum auth_mode mode)
+{
+	if ((unsigned)mode >= AUTH_MODE__MAX)
+		return "unknown";
+	return auth_modestr[mode];
 }
 
 static int
@@ -285,30 +320,34 @@ auth_keys_find(const struct auth_keys *k,
 	return found;
 }
 
-enum auth_status
-auth_principal(const struct auth_keys *k, const char *remote_user,
-    const char *authorization, char principal[AUTH_PRINCIPAL_MAX + 1])
+/*
+ * The web server authenticated the request and says who it is.  The
+ * name is checked all the same: it becomes a scope and a log field.
+ */
+static enum auth_status
+auth_remote_user(const char *remote_user,
+    char principal[AUTH_PRINCIPAL_MAX + 1])
+{
+	size_t len;
+
+	/* CGI gives an absent variable and an empty one the same meaning. */
+	if (remote_user == NULL || remote_user[0] == '\0')
+		return AUTH_MISSING;
+	len = strlen(remote_user);
+	if (!auth_valid_principal(remote_user, len))
+		return AUTH_INVALID;
+	memcpy(principal, remote_user, len + 1);
+	return AUTH_OK;
+}
+
+static enum auth_status
+auth_bearer(const struct auth_keys *k, const char *authorization,
+    char principal[AUTH_PRINCIPAL_MAX + 1])
 {
 	uint8_t digest[CRYPTO_SHA256_SIZE];
 	const char *tok;
 	size_t len, i;
 
-	principal[0] = '\0';
-
-	/*
-	 * The web server authenticated the request: its word is final, and
-	 * an Authorization field beside it is not consulted (it may well be
-	 * the Basic credentials the server just checked).
-	 */
-	if (remote_user != NULL && remote_user[0] != '\0') {
-		len = strlen(remote_user);
-		if (!auth_valid_principal(remote_user, len))
-			return AUTH_INVALID;
-		memcpy(principal, remote_user, len + 1);
-		return AUTH_OK;
-	}
-
-	/* CGI gives an absent field and an empty one the same meaning. */
 	if (authorization == NULL || authorization[0] == '\0')
 		return AUTH_MISSING;
 	if (auth_bearer_token(authorization, &tok, &len) != 0)
@@ -320,4 +359,27 @@ auth_principal(const struct auth_keys *k, const char *remote_user,
 		return AUTH_INVALID;
 	memcpy(principal, k->v[i].account, sizeof(k->v[i].account));
 	return AUTH_OK;
+}
+
+enum auth_status
+auth_principal(const struct auth_keys *k, enum auth_mode mode,
+    const char *remote_user, const char *authorization,
+    char principal[AUTH_PRINCIPAL_MAX + 1])
+{
+	principal[0] = '\0';
+
+	/*
+	 * One source of identity per deployment, never a fallback from one
+	 * to the other: REMOTE_USER is only as good as the server that set
+	 * it, and a server that authenticated nobody may still have copied
+	 * it from the client's Basic credentials (nginx's $remote_user).
+	 */
+	switch (mode) {
+	case AUTH_MODE_REMOTE_USER:
+		return auth_remote_user(remote_user, principal);
+	case AUTH_MODE_BEARER:
+		return auth_bearer(k, authorization, principal);
+	default:
+		return AUTH_INVALID;
+	}
 }

@@ -87,6 +87,36 @@ config_string(const char *name, const char *dflt, char *out, size_t outlen,
 	return 0;
 }
 
+/*
+ * IDEM_AUTH says where the principal comes from.  Nothing in a request
+ * may choose it, so a value that is not understood stops the worker
+ * rather than falling back to either mode.
+ */
+static int
+config_auth(struct config *cfg, char *err, size_t errlen)
+{
+	const char *s = getenv("IDEM_AUTH");
+
+	cfg->auth_mode = AUTH_MODE_BEARER;
+	if (s != NULL && *s != '\0' &&
+	    auth_mode_parse(s, &cfg->auth_mode) != IDEM_OK) {
+		snprintf(err, errlen, "IDEM_AUTH must be \"bearer\" or "
+		    "\"remote-user\", not \"%s\"", s);
+		return -1;
+	}
+	if (config_string("IDEM_METRICS_ACCOUNT", "metrics",
+	    cfg->metrics_account, sizeof(cfg->metrics_account), err,
+	    errlen) != 0)
+		return -1;
+	if (!auth_principal_valid(cfg->metrics_account)) {
+		snprintf(err, errlen, "IDEM_METRICS_ACCOUNT must be 1 to %d "
+		    "of A-Z a-z 0-9 . _ @ -, not \"%s\"", AUTH_PRINCIPAL_MAX,
+		    cfg->metrics_account);
+		return -1;
+	}
+	return 0;
+}
+
 int
 config_load(struct config *cfg, char *err, size_t errlen)
 {
@@ -105,7 +135,8 @@ config_load(struct config *cfg, char *err, size_t errlen)
 	    config_string("IDEM_MOUNT", "", cfg->mount, sizeof(cfg->mount),
 	    err, errlen) != 0 ||
 	    config_string("IDEM_PROBLEM_BASE", "/problems/",
-	    cfg->problem_base, sizeof(cfg->problem_base), err, errlen) != 0)
+	    cfg->problem_base, sizeof(cfg->problem_base), err, errlen) != 0 ||
+	    config_auth(cfg, err, errlen) != 0)
 		return -1;
 	/* A lease must outlast the slowest request; a TTL must outlast it. */
 	if (config_u64("IDEM_TTL", 0, 1, 365ULL * 86400, &ttl, err,

@@ -22,6 +22,8 @@
  *   IDEM_PROVIDER_FAIL        none | decline | unavailable | timeout
  *   IDEM_MOUNT                path prefix to strip     ""
  *   IDEM_PROBLEM_BASE         problem type URI base    /problems/
+ *   IDEM_AUTH                 bearer | remote-user     bearer
+ *   IDEM_METRICS_ACCOUNT      who may read /metrics    metrics
  */
 #ifndef PAY_CFG_H
 #define PAY_CFG_H
@@ -30,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "auth.h"
 #include "fp.h"
 #include "provider.h"
 
@@ -48,6 +51,8 @@ struct config {
 	enum provider_fail provider_fail;
 	char mount[256];
 	char problem_base[256];
+	enum auth_mode auth_mode;
+	char metrics_account[AUTH_PRINCIPAL_MAX + 1];
 };
 
 /*

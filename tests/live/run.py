@@ -214,6 +214,11 @@ def http_request(port, method, path, body=None, headers=None, conn=None):
         conn.close()
 
 
+def basic_auth(user, password):
+    tok = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return {"Authorization": f"Basic {tok}"}
+
+
 def pay_headers(secret=None, key=None, user=None, ctype="application/json"):
     h = {}
     if ctype:
@@ -280,8 +285,11 @@ class Instance:
         self.exe = os.path.join(self.bindir, "idem-fcgi")
         self.state = os.path.join(self.root, "state")
         self.port = free_port()
+        # "metrics" is the monitoring account (IDEM_METRICS_ACCOUNT in etc/),
+        # the only one /metrics answers.
         self.secrets = {"acct_alpha": "sk_live_" + secrets.token_hex(16),
-                        "acct_beta": "sk_live_" + secrets.token_hex(16)}
+                        "acct_beta": "sk_live_" + secrets.token_hex(16),
+                        "metrics": "sk_live_" + secrets.token_hex(16)}
         INSTANCES.append(self)
         self._setup()
 
@@ -430,36 +438,40 @@ class Instance:
                 note(f"{self.name}: kept {self.root}")
 
     # -- spawn-fcgi ---------------------------------------------------
-    def spawn_workers(self):
-        sock = os.path.join(self.root, "idem-fcgi.sock")
+    def spawn_workers(self, tag="", exe=None, env=None):
+        """A spawn-fcgi pool on idem-fcgi{tag}.sock running exe (default the
+        main copy) with env (default idem.env); its log idem-fcgi{tag}.log."""
+        exe = exe or self.exe
+        env = self.idem_env if env is None else env
+        sock = os.path.join(self.root, f"idem-fcgi{tag}.sock")
         argv = ["spawn-fcgi", "-F", str(self.workers), "-s", sock, "-M", "0660",
-                "-P", os.path.join(self.root, "spawn-fcgi.pid")]
+                "-P", os.path.join(self.root, f"spawn-fcgi{tag}.pid")]
         if self.uid is not None:
             argv += ["-U", self.user, "-G", self.group, "-u", self.user, "-g", self.group]
         # spawn-fcgi -F points the workers' stdout/stderr at /dev/null; keep
         # their per-request log lines in a file (the shell execs idem-fcgi, so
         # the workers are still idem-fcgi processes, fd 0 the shared socket).
-        wlog = os.path.join(self.root, "idem-fcgi.log")
+        wlog = os.path.join(self.root, f"idem-fcgi{tag}.log")
         if not os.path.exists(wlog):
             open(wlog, "a").close()
             if self.uid is not None:
                 os.chown(wlog, self.uid, self.gid)
             self.logs.append(wlog)
-        argv += ["--", "/bin/sh", "-c", 'exec "$0" 2>>"$1"', self.exe, wlog]
+        argv += ["--", "/bin/sh", "-c", 'exec "$0" 2>>"$1"', exe, wlog]
         log = os.path.join(self.root, "spawn-fcgi.log")
         if log not in self.logs:
             self.logs.append(log)
         with open(log, "ab") as out:
             p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out,
                                stderr=subprocess.STDOUT, cwd=self.root,
-                               env=self.clean_env(self.idem_env),
+                               env=self.clean_env(env),
                                timeout=DEADLINE.timeout(15))
         if p.returncode != 0:
             raise RuntimeError(f"spawn-fcgi exited {p.returncode}\n" + self.log_tail())
         end = time.monotonic() + 3
-        while time.monotonic() < end and len(self.worker_pids()) < self.workers:
+        while time.monotonic() < end and len(pids_of_exe(exe)) < self.workers:
             time.sleep(0.05)
-        n = len(self.worker_pids())
+        n = len(pids_of_exe(exe))
         if n < self.workers:
             raise RuntimeError(f"spawn-fcgi: {n} of {self.workers} workers alive\n"
                                + self.log_tail())
@@ -529,10 +541,33 @@ class LighttpdSpawn(Instance):
 
 
 class Nginx(Instance):
-    """nginx (non-daemon, private prefix) + spawn-fcgi workers."""
+    """nginx (non-daemon, private prefix) + spawn-fcgi workers; a second
+    server block with auth_basic in front of a second pool of workers
+    (IDEM_AUTH=remote-user, own socket, own store)."""
     uses_spawn_fcgi = True
 
     def configure(self):
+        self.auth_port = free_port()
+        while self.auth_port == self.port:
+            self.auth_port = free_port()
+        self.auth_state = os.path.join(self.root, "state-basic")
+        self._make_state(self.auth_state)
+        self.users = {"alice": "pw-" + secrets.token_hex(8), "bob": "pw-" + secrets.token_hex(8)}
+        self.metrics_user = ("metrics", "pw-" + secrets.token_hex(8))
+        write_htpasswd(os.path.join(self.auth_state, "htpasswd"),
+                       list(self.users.items()) + [self.metrics_user], "-m")
+        # The basic pool runs its own copy of the binary, so that
+        # worker_pids() (the main pool) never counts it.
+        self.basic_exe = os.path.join(self.root, "bin-basic", "idem-fcgi")
+        os.makedirs(os.path.dirname(self.basic_exe))
+        shutil.copy2(self.exe, self.basic_exe)
+        self.basic_env = dict(self.idem_env, IDEM_AUTH="remote-user",
+                              IDEM_DB_DIR=os.path.join(self.auth_state, "db"),
+                              IDEM_PROVIDER_DIR=os.path.join(self.auth_state, "provider"),
+                              IDEM_KEYS_FILE=os.path.join(self.auth_state, "keys"))
+        self.mapping.update({"AUTH_PORT": self.auth_port, "AUTH_STATE": self.auth_state})
+        render(os.path.join(ETC, "nginx", "idem-basic-auth.conf"), self.mapping,
+               os.path.join(self.root, "idem-basic-auth.conf"))
         render(os.path.join(ETC, "nginx", "idem-site.conf"), self.mapping,
                os.path.join(self.root, "idem-site.conf"))
         self.conf = render(os.path.join(ETC, "nginx", "nginx-standalone.conf"),
@@ -547,10 +582,39 @@ class Nginx(Instance):
             ["nginx", "-p", self.root + "/", "-c", self.conf,
              "-e", os.path.join(self.root, "nginx-error.log")], "nginx.out")
 
+    def start(self):
+        self.spawn_workers("-basic", self.basic_exe, self.basic_env)
+        super().start()
+        self.wait_ready(self.auth_port)
+
+    def stop(self):
+        super().stop()
+        pids = pids_of_exe(self.basic_exe)
+        kill_pids(pids, signal.SIGTERM)
+        if not wait_gone(pids, 3.0):
+            kill_pids(pids, signal.SIGKILL)
+            wait_gone(pids, 3)
+
     def restart_workers(self):
         clean, before = self.stop_workers()
         self.spawn_workers()
         return before, clean
+
+
+def write_htpasswd(path, users, algorithm):
+    """users: (name, password) pairs; algorithm: htpasswd's -B (bcrypt) or
+    -m (apr1, which nginx checks itself whatever crypt(3) supports)."""
+    first = True
+    for user, pw in users:
+        tool = shutil.which("htpasswd")
+        if tool:
+            subprocess.run([tool, "-b", algorithm] + (["-c"] if first else []) + [path, user, pw],
+                           check=True, capture_output=True, timeout=DEADLINE.timeout())
+        else:
+            digest = base64.b64encode(hashlib.sha1(pw.encode()).digest()).decode()
+            with open(path, "a") as f:
+                f.write(f"{user}:{{SHA}}{digest}\n")
+        first = False
 
 
 class Apache(Instance):
@@ -563,6 +627,8 @@ class Apache(Instance):
         self.auth_state = os.path.join(self.root, "state-basic")
         self._make_state(self.auth_state)
         self.users = {"alice": "pw-" + secrets.token_hex(8), "bob": "pw-" + secrets.token_hex(8)}
+        # The monitoring user, the only one the responder shows /metrics.
+        self.metrics_user = ("metrics", "pw-" + secrets.token_hex(8))
         self._htpasswd(os.path.join(self.auth_state, "htpasswd"))
         mods = next((d for d in ("/usr/lib/apache2/modules", "/usr/lib64/httpd/modules",
                                  "/usr/lib/httpd/modules", "/usr/libexec/apache2")
@@ -581,17 +647,7 @@ class Apache(Instance):
         self.logs.append(os.path.join(self.root, "apache-error.log"))
 
     def _htpasswd(self, path):
-        first = True
-        for user, pw in self.users.items():
-            tool = shutil.which("htpasswd")
-            if tool:
-                subprocess.run([tool, "-b", "-B"] + (["-c"] if first else []) + [path, user, pw],
-                               check=True, capture_output=True, timeout=DEADLINE.timeout())
-            else:
-                digest = base64.b64encode(hashlib.sha1(pw.encode()).digest()).decode()
-                with open(path, "a") as f:
-                    f.write(f"{user}:{{SHA}}{digest}\n")
-            first = False
+        write_htpasswd(path, list(self.users.items()) + [self.metrics_user], "-B")
 
     def start_server(self):
         binary = shutil.which("apache2") or shutil.which("httpd")
@@ -726,12 +782,72 @@ def test_contract(inst, t):
         expect(a.header("Location") != b.header("Location"), "same payment in two scopes")
     t("same key in two accounts -> two payments", isolation)
 
-    def metrics():
+    test_metrics(t, port, "", pay_headers(inst.secrets["metrics"], ctype=None),
+                 pay_headers(sec, ctype=None),
+                 basic_auth("metrics", "wrong-password"))
+    test_refused(inst, t, port, None, "", "acct_alpha")
+
+
+def expect_problem(r, slug, status, what):
+    expect(r.status == status, f"{what}: expected {status}, got {r.brief()}")
+    expect(is_problem(r), f"{what}: not problem+json (did the web server answer "
+           f"with its own page?): {r.brief()}")
+    doc = r.json()
+    expect(doc.get("type") == f"/problems/{slug}.html" and doc.get("status") == status,
+           f"{what}: expected type /problems/{slug}.html, got {doc!r}")
+
+
+def test_metrics(t, port, label, monitor, customer, wrong):
+    """/metrics answers only the monitoring account: 401 without credentials
+    or with bad ones, 403 for a customer, 200 for the monitoring account,
+    which in turn may not pay."""
+    def run():
         r = http_request(port, "GET", "/metrics")
-        expect(r.status == 200, f"GET /metrics: {r.brief()}")
+        expect_problem(r, "unauthorized", 401, "no credentials")
+        expect(r.header("WWW-Authenticate"), "401 without WWW-Authenticate")
+        expect(b"# TYPE" not in r.body, "401 carries the metrics")
+        r = http_request(port, "GET", "/metrics", None, wrong)
+        expect_problem(r, "unauthorized", 401, "metrics:wrong-password")
+        r = http_request(port, "GET", "/metrics", None, customer)
+        expect_problem(r, "forbidden", 403, "customer account")
+        expect(b"# TYPE" not in r.body, "403 carries the metrics")
+        r = http_request(port, "GET", "/metrics", None, monitor)
+        expect(r.status == 200, f"monitoring account: {r.brief()}")
         expect((r.header("Content-Type") or "").startswith("text/plain"),
                f"Content-Type {r.header('Content-Type')!r}")
-    t("GET /metrics", metrics)
+        expect(b"# TYPE" in r.body, f"no '# TYPE' line: {r.body[:200]!r}")
+        r = http_request(port, "POST", "/payments", BODY,
+                         dict(monitor, **{"Content-Type": "application/json",
+                                          "Idempotency-Key": f'"{new_key("mon")}"'}))
+        expect_problem(r, "forbidden", 403, "monitoring account on POST /payments")
+    t(f"{label}GET /metrics: 401 anonymous / wrong password, 403 customer, "
+      "200 monitoring account (403 on /payments)", run)
+
+
+def test_refused(inst, t, port, state, label, account):
+    """Basic credentials with a wrong password, and no credentials at all:
+    POST and GET /payments are 401 (the unauthorized problem), and nothing is
+    stored or charged.  The Basic case is how nginx's $remote_user, passed as
+    REMOTE_USER, let anyone act as any account."""
+    cases = ((f"Basic {account}:wrong-password", basic_auth(account, "wrong-password")),
+             ("no credentials", {}))
+    for name, creds in cases:
+        def run(creds=creds):
+            before = inst.stats(state)
+            post = http_request(port, "POST", "/payments", BODY,
+                                dict(creds, **{"Content-Type": "application/json",
+                                               "Idempotency-Key": f'"{new_key("refused")}"'}))
+            get = http_request(port, "GET", "/payments", None, creds)
+            for what, r in (("POST /payments", post), ("GET /payments", get)):
+                expect_problem(r, "unauthorized", 401, what)
+                expect(r.header("WWW-Authenticate"), f"{what}: 401 without WWW-Authenticate")
+                expect(b"pay_" not in r.body, f"{what}: 401 names a payment: {r.brief()}")
+            after = inst.stats(state)
+            for k in ("keys", "payments", "charges"):
+                expect(after.get(k) == before.get(k),
+                       f"{k}: {before.get(k)} before, {after.get(k)} after")
+        t(f"{label}{name} -> 401 unauthorized on POST and GET /payments, "
+          "nothing stored or charged", run)
 
 
 def test_duplicates(inst, t, n=50):
@@ -861,6 +977,24 @@ def test_basic_auth(inst, t):
                          pay_headers(user=(users[0][0], "wrong"), key=new_key("b-bad")))
         expect(r.status == 401, f"wrong password: expected 401, got {r.brief()}")
     t("basic auth: no / wrong password -> 401", unauth)
+    test_refused(inst, t, port, inst.auth_state, "basic auth: ", users[0][0])
+
+    def right_password():
+        before = inst.stats(inst.auth_state)
+        creds = basic_auth(*users[0])
+        r = http_request(port, "POST", "/payments", BODY,
+                         dict(creds, **{"Content-Type": "application/json",
+                                        "Idempotency-Key": f'"{new_key("b-good")}"'}))
+        expect(r.status == 201, f"POST with the right password: {r.brief()}")
+        pay_id = r.json().get("id", "")
+        g = http_request(port, "GET", "/payments", None, creds)
+        expect(g.status == 200 and pay_id.encode() in g.body,
+               f"GET /payments with the right password lacks {pay_id}: {g.brief()}")
+        after = inst.stats(inst.auth_state)
+        expect(after["charges"] - before["charges"] == 1, "not charged once")
+    t(f"basic auth: Basic {users[0][0]}:right-password -> 201, listed", right_password)
+    test_metrics(t, port, "basic auth: ", basic_auth(*inst.metrics_user),
+                 basic_auth(*users[0]), basic_auth(inst.metrics_user[0], "wrong-password"))
 
     def scopes():
         key = new_key("basic")
@@ -921,7 +1055,7 @@ def run_server(name, build, args):
         # one process, so that the duplicates really meet in different workers
         test_distinct(inst, t)
         test_duplicates(inst, t)
-        if isinstance(inst, Apache):
+        if isinstance(inst, (Apache, Nginx)):
             test_basic_auth(inst, t)
         test_restart(inst, t)
         if inst.server is not None and inst.server.poll() is not None:

@@ -10,6 +10,9 @@
 #include "err.h"
 #include "harness.h"
 
+#define BEARER AUTH_MODE_BEARER
+#define REMOTE AUTH_MODE_REMOTE_USER
+
 static char dir[4096];
 static char path[4200];
 
@@ -91,9 +94,9 @@ test_load_good(void)
 	char p[AUTH_PRINCIPAL_MAX + 1];
 	struct auth_keys *k = load_two();
 
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer sk_alice", p), AUTH_OK);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer sk_alice", p), AUTH_OK);
 	CU_ASSERT_STRING_EQUAL(p, "acct_alice");
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer sk_bob", p), AUTH_OK);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer sk_bob", p), AUTH_OK);
 	CU_ASSERT_STRING_EQUAL(p, "bob@example.com");
 	auth_keys_free(k);
 }
@@ -108,7 +111,7 @@ test_load_known_vector(void)
 	write_file("acct_alice  9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b"
 	    "822cd15d6c15b0f00a08\n");
 	HARNESS_EQ(auth_keys_load(path, &k, err, sizeof(err)), IDEM_OK);
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer test", p), AUTH_OK);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer test", p), AUTH_OK);
 	CU_ASSERT_STRING_EQUAL(p, "acct_alice");
 	auth_keys_free(k);
 }
@@ -121,9 +124,10 @@ test_load_missing_file(void)
 
 	HARNESS_EQ(auth_keys_load(path, &k, err, sizeof(err)), IDEM_OK);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(k);
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer sk_alice", p),
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer sk_alice", p),
 	    AUTH_INVALID);
-	HARNESS_EQ(auth_principal(k, "alice", NULL, p), AUTH_OK);
+	/* remote-user mode does not need the keys file. */
+	HARNESS_EQ(auth_principal(k, REMOTE, "alice", NULL, p), AUTH_OK);
 	CU_ASSERT_STRING_EQUAL(p, "alice");
 	auth_keys_free(k);
 }
@@ -176,7 +180,7 @@ test_load_name_limit(void)
 	snprintf(text, sizeof(text), "%s %s\n", name, a);
 	write_file(text);
 	HARNESS_EQ(auth_keys_load(path, &k, err, sizeof(err)), IDEM_OK);
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer sk_long", p), AUTH_OK);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer sk_long", p), AUTH_OK);
 	CU_ASSERT_STRING_EQUAL(p, name);
 	auth_keys_free(k);
 }
@@ -200,9 +204,9 @@ test_bearer_wrong(void)
 	char p[AUTH_PRINCIPAL_MAX + 1];
 	struct auth_keys *k = load_two();
 
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer sk_carol", p), AUTH_INVALID);
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer sk_alic", p), AUTH_INVALID);
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer sk_alicee", p),
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer sk_carol", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer sk_alic", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer sk_alicee", p),
 	    AUTH_INVALID);
 	CU_ASSERT_STRING_EQUAL(p, "");
 	auth_keys_free(k);
@@ -214,10 +218,13 @@ test_missing(void)
 	char p[AUTH_PRINCIPAL_MAX + 1];
 	struct auth_keys *k = load_two();
 
-	HARNESS_EQ(auth_principal(k, NULL, NULL, p), AUTH_MISSING);
-	HARNESS_EQ(auth_principal(k, "", NULL, p), AUTH_MISSING);
-	HARNESS_EQ(auth_principal(k, "", "", p), AUTH_MISSING);
-	HARNESS_EQ(auth_principal(NULL, NULL, NULL, p), AUTH_MISSING);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, NULL, p), AUTH_MISSING);
+	HARNESS_EQ(auth_principal(k, BEARER, "", NULL, p), AUTH_MISSING);
+	HARNESS_EQ(auth_principal(k, BEARER, "", "", p), AUTH_MISSING);
+	HARNESS_EQ(auth_principal(NULL, BEARER, NULL, NULL, p), AUTH_MISSING);
+	HARNESS_EQ(auth_principal(k, REMOTE, NULL, NULL, p), AUTH_MISSING);
+	HARNESS_EQ(auth_principal(k, REMOTE, "", "", p), AUTH_MISSING);
+	HARNESS_EQ(auth_principal(NULL, REMOTE, NULL, NULL, p), AUTH_MISSING);
 	auth_keys_free(k);
 }
 
@@ -228,12 +235,12 @@ test_scheme_case(void)
 	char p[AUTH_PRINCIPAL_MAX + 1];
 	struct auth_keys *k = load_two();
 
-	HARNESS_EQ(auth_principal(k, NULL, "bearer sk_alice", p), AUTH_OK);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "bearer sk_alice", p), AUTH_OK);
 	CU_ASSERT_STRING_EQUAL(p, "acct_alice");
-	HARNESS_EQ(auth_principal(k, NULL, "BEARER sk_alice", p), AUTH_OK);
-	HARNESS_EQ(auth_principal(k, NULL, "bEaReR sk_alice", p), AUTH_OK);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "BEARER sk_alice", p), AUTH_OK);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "bEaReR sk_alice", p), AUTH_OK);
 	/* The token itself is case-sensitive. */
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer SK_ALICE", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer SK_ALICE", p), AUTH_INVALID);
 	auth_keys_free(k);
 }
 
@@ -244,17 +251,17 @@ test_spaces(void)
 	struct auth_keys *k = load_two();
 
 	/* RFC 6750 section 2.1: "Bearer" 1*SP b64token. */
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer    sk_alice", p), AUTH_OK);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer    sk_alice", p), AUTH_OK);
 	CU_ASSERT_STRING_EQUAL(p, "acct_alice");
-	HARNESS_EQ(auth_principal(k, NULL, "  Bearer sk_alice  ", p), AUTH_OK);
-	HARNESS_EQ(auth_principal(k, NULL, "Bearersk_alice", p), AUTH_INVALID);
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer\tsk_alice", p),
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "  Bearer sk_alice  ", p), AUTH_OK);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearersk_alice", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer\tsk_alice", p),
 	    AUTH_INVALID);
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer", p), AUTH_INVALID);
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer ", p), AUTH_INVALID);
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer sk_alice sk_bob", p),
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer ", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer sk_alice sk_bob", p),
 	    AUTH_INVALID);
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer sk_alice,", p),
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer sk_alice,", p),
 	    AUTH_INVALID);
 	auth_keys_free(k);
 }
@@ -266,12 +273,12 @@ test_other_schemes(void)
 	struct auth_keys *k = load_two();
 
 	/* "sk_alice:" in base64, the shape of Basic credentials. */
-	HARNESS_EQ(auth_principal(k, NULL, "Basic c2tfYWxpY2U6", p),
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Basic c2tfYWxpY2U6", p),
 	    AUTH_INVALID);
-	HARNESS_EQ(auth_principal(k, NULL, "Basic sk_alice", p), AUTH_INVALID);
-	HARNESS_EQ(auth_principal(k, NULL, "Token sk_alice", p), AUTH_INVALID);
-	HARNESS_EQ(auth_principal(k, NULL, "sk_alice", p), AUTH_INVALID);
-	HARNESS_EQ(auth_principal(k, NULL, "Bearers sk_alice", p),
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Basic sk_alice", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Token sk_alice", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "sk_alice", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearers sk_alice", p),
 	    AUTH_INVALID);
 	auth_keys_free(k);
 }
@@ -287,12 +294,12 @@ test_token_charset(void)
 	snprintf(text, sizeof(text), "acct %s\n", a);
 	write_file(text);
 	HARNESS_EQ(auth_keys_load(path, &k, err, sizeof(err)), IDEM_OK);
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer Ab9-._~+/==", p), AUTH_OK);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer Ab9-._~+/==", p), AUTH_OK);
 	CU_ASSERT_STRING_EQUAL(p, "acct");
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer Ab9=-", p), AUTH_INVALID);
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer =", p), AUTH_INVALID);
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer a\"b", p), AUTH_INVALID);
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer a\xc3\xa9", p),
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer Ab9=-", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer =", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer a\"b", p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer a\xc3\xa9", p),
 	    AUTH_INVALID);
 	auth_keys_free(k);
 }
@@ -309,27 +316,114 @@ test_token_too_long(void)
 	memcpy(h, "Bearer ", 7);
 	memset(h + 7, 'a', n);
 	h[7 + n] = '\0';
-	HARNESS_EQ(auth_principal(k, NULL, h, p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, h, p), AUTH_INVALID);
 	free(h);
 	auth_keys_free(k);
 }
 
 static void
-test_remote_user_wins(void)
+test_mode_names(void)
+{
+	enum auth_mode m = AUTH_MODE__MAX;
+
+	HARNESS_EQ(auth_mode_parse("bearer", &m), IDEM_OK);
+	HARNESS_EQ(m, AUTH_MODE_BEARER);
+	HARNESS_EQ(auth_mode_parse("remote-user", &m), IDEM_OK);
+	HARNESS_EQ(m, AUTH_MODE_REMOTE_USER);
+	CU_ASSERT_STRING_EQUAL(auth_mode_name(AUTH_MODE_BEARER), "bearer");
+	CU_ASSERT_STRING_EQUAL(auth_mode_name(AUTH_MODE_REMOTE_USER),
+	    "remote-user");
+	/* No guessing: case, spelling and emptiness all matter. */
+	HARNESS_EQ(auth_mode_parse("Bearer", &m), IDEM_EINVAL);
+	HARNESS_EQ(auth_mode_parse("remote_user", &m), IDEM_EINVAL);
+	HARNESS_EQ(auth_mode_parse("REMOTE_USER", &m), IDEM_EINVAL);
+	HARNESS_EQ(auth_mode_parse("both", &m), IDEM_EINVAL);
+	HARNESS_EQ(auth_mode_parse("", &m), IDEM_EINVAL);
+	HARNESS_EQ(auth_mode_parse(NULL, &m), IDEM_EINVAL);
+	HARNESS_EQ(m, AUTH_MODE_REMOTE_USER);
+}
+
+/*
+ * In bearer mode REMOTE_USER is ignored, whatever it holds: nginx fills
+ * $remote_user from any "Authorization: Basic" field without checking a
+ * password, so a REMOTE_USER there names whoever the client claims.
+ */
+static void
+test_bearer_ignores_remote_user(void)
 {
 	char p[AUTH_PRINCIPAL_MAX + 1];
 	struct auth_keys *k = load_two();
 
-	HARNESS_EQ(auth_principal(k, "carol", "Bearer sk_alice", p), AUTH_OK);
+	/* Alone, it authenticates nobody. */
+	HARNESS_EQ(auth_principal(k, BEARER, "acct_alice", NULL, p),
+	    AUTH_MISSING);
+	CU_ASSERT_STRING_EQUAL(p, "");
+	/* With the Basic field it came from: still nobody. */
+	HARNESS_EQ(auth_principal(k, BEARER, "acct_alice",
+	    "Basic YWNjdF9hbGljZTphbnl0aGluZw==", p), AUTH_INVALID);
+	CU_ASSERT_STRING_EQUAL(p, "");
+	/* Beside a valid key, the key decides the scope, not the name. */
+	HARNESS_EQ(auth_principal(k, BEARER, "acct_alice", "Bearer sk_bob", p),
+	    AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, "bob@example.com");
+	/* Beside a wrong key, a good name rescues nothing. */
+	HARNESS_EQ(auth_principal(k, BEARER, "acct_alice", "Bearer sk_carol",
+	    p), AUTH_INVALID);
+	CU_ASSERT_STRING_EQUAL(p, "");
+	/* A malformed REMOTE_USER does not matter either. */
+	HARNESS_EQ(auth_principal(k, BEARER, "bad user", "Bearer sk_alice",
+	    p), AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, "acct_alice");
+	auth_keys_free(k);
+}
+
+/*
+ * In remote-user mode the web server authenticated the request: only
+ * REMOTE_USER counts, and the Authorization field (the credentials the
+ * server checked, or anything else) is not consulted.
+ */
+static void
+test_remote_user(void)
+{
+	char p[AUTH_PRINCIPAL_MAX + 1];
+	struct auth_keys *k = load_two();
+
+	HARNESS_EQ(auth_principal(k, REMOTE, "carol", NULL, p), AUTH_OK);
 	CU_ASSERT_STRING_EQUAL(p, "carol");
-	HARNESS_EQ(auth_principal(k, "carol", "Basic Y2Fyb2w6cHc=", p),
+	HARNESS_EQ(auth_principal(k, REMOTE, "carol", "Bearer sk_alice", p),
 	    AUTH_OK);
 	CU_ASSERT_STRING_EQUAL(p, "carol");
-	HARNESS_EQ(auth_principal(k, "carol@example.org", NULL, p), AUTH_OK);
+	HARNESS_EQ(auth_principal(k, REMOTE, "carol", "Basic Y2Fyb2w6cHc=",
+	    p), AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, "carol");
+	HARNESS_EQ(auth_principal(k, REMOTE, "carol@example.org", NULL, p),
+	    AUTH_OK);
 	CU_ASSERT_STRING_EQUAL(p, "carol@example.org");
+	/* The keys file plays no part: no keys at all is fine. */
+	HARNESS_EQ(auth_principal(NULL, REMOTE, "carol", NULL, p), AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, "carol");
+	auth_keys_free(k);
+}
+
+/*
+ * A valid Bearer key is no way into a remote-user deployment: the server
+ * did not authenticate the request, so nobody did.
+ */
+static void
+test_remote_user_ignores_bearer(void)
+{
+	char p[AUTH_PRINCIPAL_MAX + 1];
+	struct auth_keys *k = load_two();
+
+	HARNESS_EQ(auth_principal(k, REMOTE, NULL, "Bearer sk_alice", p),
+	    AUTH_MISSING);
+	CU_ASSERT_STRING_EQUAL(p, "");
 	/* An empty REMOTE_USER means the server did not authenticate. */
-	HARNESS_EQ(auth_principal(k, "", "Bearer sk_alice", p), AUTH_OK);
-	CU_ASSERT_STRING_EQUAL(p, "acct_alice");
+	HARNESS_EQ(auth_principal(k, REMOTE, "", "Bearer sk_alice", p),
+	    AUTH_MISSING);
+	CU_ASSERT_STRING_EQUAL(p, "");
+	HARNESS_EQ(auth_principal(k, REMOTE, "", "Basic Y2Fyb2w6cHc=", p),
+	    AUTH_MISSING);
 	auth_keys_free(k);
 }
 
@@ -340,18 +434,42 @@ test_remote_user_invalid(void)
 	struct auth_keys *k = load_two();
 
 	/* A bad REMOTE_USER is not rescued by a good Bearer key. */
-	HARNESS_EQ(auth_principal(k, "carol smith", "Bearer sk_alice", p),
-	    AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, REMOTE, "carol smith",
+	    "Bearer sk_alice", p), AUTH_INVALID);
 	CU_ASSERT_STRING_EQUAL(p, "");
-	HARNESS_EQ(auth_principal(k, "a/b", NULL, p), AUTH_INVALID);
-	HARNESS_EQ(auth_principal(k, "a\nb", NULL, p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, REMOTE, "a/b", NULL, p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, REMOTE, "a\nb", NULL, p), AUTH_INVALID);
 	memset(name, 'u', 65);
 	name[65] = '\0';
-	HARNESS_EQ(auth_principal(k, name, NULL, p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, REMOTE, name, NULL, p), AUTH_INVALID);
 	name[64] = '\0';
-	HARNESS_EQ(auth_principal(k, name, NULL, p), AUTH_OK);
+	HARNESS_EQ(auth_principal(k, REMOTE, name, NULL, p), AUTH_OK);
 	CU_ASSERT_STRING_EQUAL(p, name);
 	auth_keys_free(k);
+}
+
+/* An unknown mode authenticates nobody. */
+static void
+test_mode_unknown(void)
+{
+	char p[AUTH_PRINCIPAL_MAX + 1];
+	struct auth_keys *k = load_two();
+
+	HARNESS_EQ(auth_principal(k, AUTH_MODE__MAX, "carol",
+	    "Bearer sk_alice", p), AUTH_INVALID);
+	CU_ASSERT_STRING_EQUAL(p, "");
+	auth_keys_free(k);
+}
+
+static void
+test_principal_valid(void)
+{
+	CU_ASSERT_TRUE(auth_principal_valid("metrics"));
+	CU_ASSERT_TRUE(auth_principal_valid("ops@example.org"));
+	CU_ASSERT_FALSE(auth_principal_valid(""));
+	CU_ASSERT_FALSE(auth_principal_valid(NULL));
+	CU_ASSERT_FALSE(auth_principal_valid("two words"));
+	CU_ASSERT_FALSE(auth_principal_valid("a/b"));
 }
 
 /*
@@ -364,13 +482,13 @@ test_claim_without_secret(void)
 	char p[AUTH_PRINCIPAL_MAX + 1], a[65], h[128];
 	struct auth_keys *k = load_two();
 
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer acct_alice", p),
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer acct_alice", p),
 	    AUTH_INVALID);
-	HARNESS_EQ(auth_principal(k, NULL, "Bearer bob@example.com", p),
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer bob@example.com", p),
 	    AUTH_INVALID);
 	digest_hex("sk_alice", a);
 	snprintf(h, sizeof(h), "Bearer %s", a);
-	HARNESS_EQ(auth_principal(k, NULL, h, p), AUTH_INVALID);
+	HARNESS_EQ(auth_principal(k, BEARER, NULL, h, p), AUTH_INVALID);
 	CU_ASSERT_STRING_EQUAL(p, "");
 	auth_keys_free(k);
 }
@@ -400,8 +518,13 @@ static const struct {
 	{ "other schemes", test_other_schemes },
 	{ "bearer: token characters", test_token_charset },
 	{ "bearer: token too long", test_token_too_long },
-	{ "REMOTE_USER wins", test_remote_user_wins },
-	{ "REMOTE_USER invalid", test_remote_user_invalid },
+	{ "mode names", test_mode_names },
+	{ "bearer: REMOTE_USER ignored", test_bearer_ignores_remote_user },
+	{ "remote-user: REMOTE_USER is the principal", test_remote_user },
+	{ "remote-user: Bearer ignored", test_remote_user_ignores_bearer },
+	{ "remote-user: invalid REMOTE_USER", test_remote_user_invalid },
+	{ "unknown mode", test_mode_unknown },
+	{ "principal syntax", test_principal_valid },
 	{ "account without secret", test_claim_without_secret },
 };
 

@@ -1,5 +1,8 @@
-# REMOTE_USER, set when the web server authenticated the request, is the
-# principal and so the scope, with no Authorization field at all.
+# In remote-user mode (IDEM_AUTH=remote-user: the web server authenticated
+# the request) REMOTE_USER is the principal and so the scope, with no
+# Authorization field at all.
+
+env IDEM_AUTH=remote-user
 
 request carol: POST /payments
   env REMOTE_USER=acct_carol
@@ -22,9 +25,14 @@ expect: 200
 
 # alice, another scope, with the same key and another body: a fresh 201.
 request alice: like carol
-  unset REMOTE_USER
-  as alice
+  env REMOTE_USER=acct_alice
   body: {"amount": 5.00, "currency": "BRL"}
 expect: 201
   no Idempotent-Replayed
+
+# alice cannot read carol's payment.
+request alice-get: GET /payments/{id}
+  env REMOTE_USER=acct_alice
+expect: 404
+  problem: not-found
 check: keys=2 payments=2 charges=2
