@@ -88,6 +88,7 @@ static const char *const json_statusstr[JSON_STATUS__MAX] = {
 	[JSON_EDEPTH] = "the JSON body is nested too deeply",
 	[JSON_EDUPLICATE] = "a JSON object names the same member twice",
 	[JSON_EUTF8] = "the JSON body is not valid UTF-8",
+	[JSON_ENUL] = "a JSON string holds the NUL character",
 	[JSON_ENOMEM] = "out of memory while parsing JSON",
 };
 
@@ -324,6 +325,15 @@ json_parse_uescape(struct json_parser *ps, struct buf *b)
 		}
 		ps->p += 6;
 		cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+	}
+	/*
+	 * JSON allows U+0000 in a string, but every reader of a string here
+	 * is C and would stop at it: "BRL\u0000junk" would pass as "BRL".
+	 * A raw NUL byte is already refused as a control character.
+	 */
+	if (cp == 0) {
+		json_fail(ps, JSON_ENUL, "the escape \\u0000", at);
+		return -1;
 	}
 	if (json_put_utf8(b, cp) != IDEM_OK) {
 		json_fail(ps, JSON_ENOMEM, "out of memory", at);

@@ -5,8 +5,10 @@
  * Numbers keep their source text, so money is never passed through binary
  * floating point.  Duplicate member names are an error (RFC 8259 section 4
  * leaves them undefined; we refuse to guess which one a client meant).
- * Strings must be valid UTF-8 with valid escapes.  Nesting is limited to
- * JSON_MAX_DEPTH.
+ * Strings must be valid UTF-8 with valid escapes, and must not contain
+ * the NUL character (the escape \u0000): every consumer of a string is C,
+ * where "BRL\u0000junk" would silently read as "BRL".  Nesting is limited
+ * to JSON_MAX_DEPTH.
  *
  * The canonical form: object members sorted by their unescaped names
  * (bytewise), no insignificant white space, strings re-escaped minimally
@@ -42,6 +44,7 @@ enum json_status {
 	JSON_EDEPTH,     /* nested deeper than JSON_MAX_DEPTH */
 	JSON_EDUPLICATE, /* an object names a member twice */
 	JSON_EUTF8,      /* invalid UTF-8 or a lone surrogate escape */
+	JSON_ENUL,       /* a string or member name holds \u0000 */
 	JSON_ENOMEM,
 	JSON_STATUS__MAX
 };
@@ -67,9 +70,10 @@ const struct json_value *json_get(const struct json_value *v, const char *name);
 size_t json_count(const struct json_value *v);
 
 /*
- * A number's source text or a string's unescaped bytes (NUL-terminated;
- * *len, when not NULL, gets the length, which for a string may include
- * NUL bytes).  NULL for other types.  Valid while the tree lives.
+ * A number's source text or a string's unescaped bytes, NUL-terminated;
+ * *len, when not NULL, gets the length, which is the text's strlen since
+ * no string holds a NUL.  NULL for other types.  Valid while the tree
+ * lives.
  */
 const char *json_text(const struct json_value *v, size_t *len);
 

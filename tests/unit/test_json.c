@@ -184,7 +184,7 @@ test_duplicates(void)
 	    JSON_EDUPLICATE);
 	JSON_EXPECT("{\"\":1,\"\":2}", JSON_EDUPLICATE);
 	/* Different names, and the same name in different objects. */
-	JSON_EXPECT("{\"a\":1,\"A\":2,\"a \":3,\"a\\u0000\":4}", JSON_OK);
+	JSON_EXPECT("{\"a\":1,\"A\":2,\"a \":3,\"a\\u0001\":4}", JSON_OK);
 	JSON_EXPECT("[{\"a\":1},{\"a\":1}]", JSON_OK);
 	JSON_EXPECT("{\"a\":{\"a\":1}}", JSON_OK);
 }
@@ -317,20 +317,62 @@ test_string_values(void)
 	struct json_value *v;
 	const char *t;
 	size_t len;
-	const char *doc = "\"a\\u0000b\\\"\\\\\\/\\b\\f\\n\\r\\t\"";
+	const char *doc = "\"a\\u0001b\\\"\\\\\\/\\b\\f\\n\\r\\t\"";
 
 	HARNESS_EQ(json_parse(doc, strlen(doc), &v, NULL, 0), JSON_OK);
 	HARNESS_EQ(json_type(v), JSON_STRING);
 	t = json_text(v, &len);
-	/* The NUL is kept: the length, not strlen, tells the value. */
 	HARNESS_EQ(len, 11);
-	CU_ASSERT(memcmp(t, "a\0b\"\\/\b\f\n\r\t", 11) == 0);
+	HARNESS_EQ(strlen(t), 11);
+	CU_ASSERT(memcmp(t, "a\001b\"\\/\b\f\n\r\t", 11) == 0);
 	json_free(v);
 
 	HARNESS_EQ(json_parse("\"\"", 2, &v, NULL, 0), JSON_OK);
 	t = json_text(v, &len);
 	CU_ASSERT_PTR_NOT_NULL(t);
 	HARNESS_EQ(len, 0);
+	json_free(v);
+}
+
+/*
+ * A C consumer would read "BRL\u0000junk" as "BRL", so a string that
+ * decodes to a NUL is refused wherever it is; U+0001 is an ordinary
+ * control character and stays accepted.
+ */
+static void
+test_nul_refused(void)
+{
+	static const char *const bad[] = {
+		"{\"currency\": \"BRL\\u0000junk\"}",
+		"\"\\u0000\"",
+		"\"abc\\u0000\"",
+		"{\"a\\u0000\":1}",
+		"{\"\\u0000\":1}",
+		"[1, {\"x\": [\"ok\", {\"y\": \"\\u0000\"}]}]",
+		"{\"x\": {\"\\u0000y\": 2}}",
+		"[\"\\ud83d\\ude00\\u0000\"]",
+	};
+	struct json_value *v = (struct json_value *)&v;
+	const char *doc = "{\"currency\": \"BRL\\u0000junk\"}";
+	char err[160];
+	size_t i, len;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		JSON_EXPECT(bad[i], JSON_ENUL);
+	/* The escape's offset, as for every other error. */
+	HARNESS_EQ(json_parse(doc, strlen(doc), &v, err, sizeof(err)),
+	    JSON_ENUL);
+	CU_ASSERT_PTR_NULL(v);
+	CU_ASSERT(strstr(err, "byte 17") != NULL);
+	CU_ASSERT(strstr(err, "NUL") != NULL);
+	/* A raw NUL byte stays a syntax error: it is an unescaped control. */
+	HARNESS_EQ(json_status_of("\"a\0b\"", 5), JSON_ESYNTAX);
+
+	JSON_EXPECT("{\"currency\": \"BRL\\u0001junk\"}", JSON_OK);
+	JSON_EXPECT("{\"\\u0001\": [\"\\u0001\"]}", JSON_OK);
+	HARNESS_EQ(json_parse("\"\\u0001\"", 8, &v, NULL, 0), JSON_OK);
+	CU_ASSERT_STRING_EQUAL(json_text(v, &len), "\001");
+	HARNESS_EQ(len, 1);
 	json_free(v);
 }
 
@@ -541,7 +583,7 @@ test_canonical_strings(void)
 	/* Those that are needed take their shortest form. */
 	JSON_CANON("\"\\u0022\\u005c\\u000a\\u0008\\u000C\\r\\t\"",
 	    "\"\\\"\\\\\\n\\b\\f\\r\\t\"");
-	JSON_CANON("\"\\u0000\\u001F\\u007f\"", "\"\\u0000\\u001f\x7f\"");
+	JSON_CANON("\"\\u0001\\u001F\\u007f\"", "\"\\u0001\\u001f\x7f\"");
 	JSON_CANON("{\"a\\nb\":\"\"}", "{\"a\\nb\":\"\"}");
 }
 
@@ -588,6 +630,7 @@ harness_suites(void)
 	    CU_add_test(s, "surrogate escapes",
 	    test_surrogate_escapes) == NULL ||
 	    CU_add_test(s, "string values", test_string_values) == NULL ||
+	    CU_add_test(s, "NUL refused", test_nul_refused) == NULL ||
 	    CU_add_test(s, "accessors", test_accessors) == NULL ||
 	    CU_add_test(s, "error sentence", test_error_sentence) == NULL ||
 	    CU_add_test(s, "status strings", test_strstatus) == NULL)
