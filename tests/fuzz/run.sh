@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target of a build for a bounded time on a scratch
 # copy of its seed corpus (tests/fuzz/corpus/NAME), plus the seeds that
-# the build's tests/fuzz/seed_NAME writes, if there is one.  A crash, a
-# sanitizer report or a leak fails the target; the input that did it is
-# kept in the scratch directory, whose path is printed.
+# the build's tests/fuzz/seed_NAME writes, if there is one, and with the
+# dictionary tests/fuzz/NAME.dict, if there is one.  A crash, a sanitizer
+# report or a leak fails the target; the input that did it is kept in
+# the scratch directory, whose path is printed.
 #
 #   tests/fuzz/run.sh BUILD_DIR [SECONDS_PER_TARGET]
 set -u
@@ -24,8 +25,10 @@ for target in "$build"/tests/fuzz/fuzz_*; do
 		failed=$((failed + 1))
 		continue
 	fi
+	dict=()
+	[ -f "$here/$name.dict" ] && dict=(-dict="$here/$name.dict")
 	if (cd "$scratch/$name" && "$target" -max_total_time="$secs" -timeout=10 \
-		-rss_limit_mb=2048 corpus >log 2>&1); then
+		-rss_limit_mb=2048 ${dict[@]+"${dict[@]}"} corpus >log 2>&1); then
 		runs=$(grep -Eo 'Done [0-9]+ runs' "$scratch/$name/log" | tail -n 1)
 		echo "ok - fuzz $name: $runs in ${secs}s, no crash"
 		passed=$((passed + 1))
