@@ -9,6 +9,28 @@
  * that finds duplicate names in O(n log n), lets json_get search by
  * bisection, and is the order the canonical form prints.
  *
+ * Memory.  A tree is one allocation (struct json_doc): a header, an array
+ * of nodes, and an arena holding the text of every string and number.
+ * Before parsing, one pass over the text counts the values it can hold
+ * (json_count_values); for valid JSON the count is exact, so the node
+ * array is neither grown nor wasted.  The arena is len + 1 bytes: a
+ * string unescaped, plus its NUL, is never longer than its quoted source,
+ * and a number's text needs one more byte than it has, which the byte
+ * that ends it pays for.  So a tree of valid JSON costs at most one node
+ * per two bytes of text (every value takes a byte, and every value but
+ * the last a separator or bracket) plus the text again, the bound json.h
+ * promises and the _Static_asserts below check.
+ *
+ * An array's elements, and an object's members, must be contiguous, but a
+ * recursive descent finishes a child's own children before the child.  So
+ * the node array is used from both ends: a value is pushed on a stack at
+ * the low end when it starts, and when its container closes, its
+ * children, then the top of the stack, move in one block to the high end,
+ * where nothing moves again.  A value is either on the stack or placed,
+ * never both, so the ends never meet.  The root stays at the bottom of the
+ * stack, nodes[0], which is what json_free and json_mem find the header
+ * from.
+ *
  * Canonical numbers.  A JSON number is a decimal value m * 10^e.  It is
  * printed as an optional "-", the significant digits of m with no leading
  * and no trailing zeros, and, when the exponent is not zero, "e" and the
@@ -20,9 +42,11 @@
  * normalised exponent is beyond +-JSON_EXP_LIMIT, or whose significand
  * has more than JSON_DIGITS_MAX digits, is refused as a syntax error
  * (RFC 8259 section 9 lets a parser limit the range and precision of
- * numbers); within those limits the canonical form is exact.
+ * numbers); within those limits the canonical form is exact.  The tree
+ * keeps only a number's source text; json_canonical reads it again.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,35 +67,47 @@
 #define JSON_DIGITS_MAX	100000000
 #define JSON_EXP_SAT	1000000000000000000LL
 
-struct json_member {
-	char			*name;	/* unescaped, NUL-terminated */
-	size_t			 namelen;
-	size_t			 off;	/* byte offset of the name */
-	struct json_value	*value;
-};
-
+/*
+ * A value.  What n and u hold depends on the type:
+ *
+ *	JSON_NUMBER	u.text: the source text, n bytes, NUL-terminated
+ *	JSON_STRING	u.text: the n unescaped bytes, NUL-terminated
+ *	JSON_ARRAY	u.kids: the n elements
+ *	JSON_OBJECT	u.kids: 2n nodes, each member's name (a
+ *			JSON_STRING) followed by its value, sorted by name
+ *
+ * Texts live in the arena.  Until its object is finished, a member name's
+ * n is the byte offset of the name in the text, for the duplicate error;
+ * json_object_finish replaces it by the length.
+ */
 struct json_value {
 	enum json_type		 type;
+	size_t			 n;
 	union {
-		struct {
-			char	*text;	/* source text */
-			size_t	 len;
-			char	*canon;	/* normalised, see above */
-		} num;
-		struct {
-			char	*data;	/* unescaped, NUL-terminated */
-			size_t	 len;
-		} str;
-		struct {
-			struct json_value **items;
-			size_t	 n;
-		} arr;
-		struct {
-			struct json_member *members;
-			size_t	 n;
-		} obj;
+		char			*text;
+		struct json_value	*kids;
 	} u;
 };
+
+/* The one allocation of a tree: nodes[0] is the root; the arena follows. */
+struct json_doc {
+	size_t			 mem;	/* bytes, header included */
+	struct json_value	 nodes[];
+};
+
+/*
+ * The bounds of json.h.  Valid JSON of len bytes: at most (len + 1) / 2
+ * nodes, len + 1 bytes of arena, and the header.  Text that fails: at
+ * most len / 2 + JSON_MAX_DEPTH / 2 + 2 nodes (json_doc_new).
+ */
+#define JSON_NODE_HALF	((sizeof(struct json_value) + 1) / 2)
+_Static_assert(JSON_NODE_HALF + 1 <= JSON_MEM_PER_BYTE,
+    "JSON_MEM_PER_BYTE is too small for the node size");
+_Static_assert(sizeof(struct json_doc) + JSON_NODE_HALF + 1 <= JSON_MEM_FIXED,
+    "JSON_MEM_FIXED is too small for the header");
+_Static_assert(4 * JSON_NODE_HALF + sizeof(struct json_doc) + 1 <=
+    JSON_MAX_DEPTH + JSON_MEM_FIXED,
+    "JSON_MEM_FIXED is too small for text that fails to parse");
 
 struct json_parser {
 	const unsigned char	*start;
@@ -80,6 +116,12 @@ struct json_parser {
 	enum json_status	 st;
 	const char		*why;	/* static, for the error sentence */
 	size_t			 off;	/* where the error was found */
+	/* nodes[0, sp) is the stack, nodes[fp, cap) the placed values. */
+	struct json_value	*nodes;
+	size_t			 sp;
+	size_t			 fp;
+	char			*bp;	/* the arena's next free byte */
+	char			*bend;	/* and its end */
 };
 
 static const char *const json_statusstr[JSON_STATUS__MAX] = {
@@ -88,6 +130,7 @@ static const char *const json_statusstr[JSON_STATUS__MAX] = {
 	[JSON_EDEPTH] = "the JSON body is nested too deeply",
 	[JSON_EDUPLICATE] = "a JSON object names the same member twice",
 	[JSON_EUTF8] = "the JSON body is not valid UTF-8",
+	[JSON_ENUL] = "a JSON string holds the NUL character",
 	[JSON_ENOMEM] = "out of memory while parsing JSON",
 };
 
@@ -100,10 +143,10 @@ json_strstatus(enum json_status status)
 }
 
 /*
- * Records the first error only: callers unwind by returning NULL, and
- * the innermost failure is the one worth reporting.
+ * Records the first error only and returns -1: callers unwind by
+ * returning -1, and the innermost failure is the one worth reporting.
  */
-static void *
+static int
 json_fail(struct json_parser *ps, enum json_status st, const char *why,
     const unsigned char *at)
 {
@@ -112,59 +155,20 @@ json_fail(struct json_parser *ps, enum json_status st, const char *why,
 		ps->why = why;
 		ps->off = (size_t)(at - ps->start);
 	}
-	return NULL;
-}
-
-static struct json_value *
-json_new(struct json_parser *ps, enum json_type type)
-{
-	struct json_value *v;
-
-	if ((v = calloc(1, sizeof(*v))) == NULL)
-		return json_fail(ps, JSON_ENOMEM, "out of memory", ps->p);
-	v->type = type;
-	return v;
-}
-
-void
-json_free(struct json_value *v)
-{
-	size_t i;
-
-	if (v == NULL)
-		return;
-	switch (v->type) {
-	case JSON_NUMBER:
-		free(v->u.num.text);
-		free(v->u.num.canon);
-		break;
-	case JSON_STRING:
-		free(v->u.str.data);
-		break;
-	case JSON_ARRAY:
-		for (i = 0; i < v->u.arr.n; i++)
-			json_free(v->u.arr.items[i]);
-		free(v->u.arr.items);
-		break;
-	case JSON_OBJECT:
-		for (i = 0; i < v->u.obj.n; i++) {
-			free(v->u.obj.members[i].name);
-			json_free(v->u.obj.members[i].value);
-		}
-		free(v->u.obj.members);
-		break;
-	default:
-		break;
-	}
-	free(v);
+	return -1;
 }
 
 /* RFC 8259 section 2: ws = *( %x20 / %x09 / %x0A / %x0D ). */
+static int
+json_is_ws(unsigned char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
 static void
 json_skip_ws(struct json_parser *ps)
 {
-	while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' ||
-	    *ps->p == '\n' || *ps->p == '\r'))
+	while (ps->p < ps->end && json_is_ws(*ps->p))
 		ps->p++;
 }
 
@@ -175,20 +179,152 @@ json_is_digit(unsigned char c)
 }
 
 /*
- * Reallocates an array of *cap elements of size sz to twice as many (4 at
- * first) and updates *cap; NULL when that fails, base still valid.
+ * An upper bound on the nodes that parsing s can make.  A value (a
+ * member name counts: it is a node too) is the root, or comes after the
+ * '[' or '{' of a non-empty container, or after a ',' or a ':', so for
+ * valid JSON the count is exact.  Strings are skipped as the parser reads
+ * them (a backslash escapes the next byte), so on any prefix the parser
+ * accepts the two agree, and the count bounds what it makes before it
+ * finds an error too.
  */
-static void *
-json_grow(void *base, size_t *cap, size_t sz)
+static size_t
+json_count_values(const unsigned char *s, size_t len)
 {
-	size_t ncap = *cap ? *cap * 2 : 4;
-	void *p;
+	size_t i, n = 1;
+	unsigned char last = 0;
 
-	if (ncap < *cap || ncap > SIZE_MAX / sz)
+	for (i = 0; i < len; i++) {
+		switch (s[i]) {
+		case '"':
+			for (i++; i < len && s[i] != '"'; i++)
+				if (s[i] == '\\')
+					i++;
+			last = '"';
+			break;
+		case '[':
+		case '{':
+		case ',':
+		case ':':
+			n++;
+			last = s[i];
+			break;
+		case ']':
+		case '}':
+			/* An empty container: its opening had no value. */
+			if (last == '[' || last == '{')
+				n--;
+			last = s[i];
+			break;
+		default:
+			if (!json_is_ws(s[i]))
+				last = s[i];
+			break;
+		}
+	}
+	return n;
+}
+
+/*
+ * Allocates the tree for the text of ps and points the parser at it.
+ * Nodes: the count above, but never more than (len + JSON_MAX_DEPTH + 3)
+ * / 2, which no input can exceed either: what the parser has made at any
+ * moment is part of a valid document at most JSON_MAX_DEPTH + 2 bytes
+ * longer than the text read (close every open container, give a pending
+ * name its value), and a valid document of n bytes has at most (n + 1) / 2
+ * values.  That caps garbage such as ",,,," or "[[[[" that would fool the
+ * count.
+ */
+static struct json_doc *
+json_doc_new(struct json_parser *ps)
+{
+	size_t len = (size_t)(ps->end - ps->start), cap, limit, size;
+	struct json_doc *doc;
+
+	cap = json_count_values(ps->start, len);
+	limit = len / 2 + JSON_MAX_DEPTH / 2 + 2;
+	if (cap > limit)
+		cap = limit;
+	if (len > SIZE_MAX / 2 - sizeof(*doc) ||
+	    cap > (SIZE_MAX / 2 - sizeof(*doc) - len) / sizeof(doc->nodes[0]))
 		return NULL;
-	if ((p = realloc(base, ncap * sz)) != NULL)
-		*cap = ncap;
-	return p;
+	size = sizeof(*doc) + cap * sizeof(doc->nodes[0]) + len + 1;
+	if ((doc = malloc(size)) == NULL)
+		return NULL;
+	doc->mem = size;
+	ps->nodes = doc->nodes;
+	ps->sp = 0;
+	ps->fp = cap;
+	ps->bp = (char *)(doc->nodes + cap);
+	ps->bend = ps->bp + len + 1;
+	return doc;
+}
+
+static struct json_doc *
+json_doc_of(const struct json_value *root)
+{
+	return (struct json_doc *)(uintptr_t)((const char *)root -
+	    offsetof(struct json_doc, nodes));
+}
+
+void
+json_free(struct json_value *root)
+{
+	if (root != NULL)
+		free(json_doc_of(root));
+}
+
+size_t
+json_mem(const struct json_value *root)
+{
+	return root != NULL ? json_doc_of(root)->mem : 0;
+}
+
+/*
+ * Pushes a new value on the stack.  json_doc_new made room for every
+ * value the text can hold, so running out is a bug in the count; it is
+ * refused, never overrun.
+ */
+static struct json_value *
+json_push(struct json_parser *ps, enum json_type type)
+{
+	struct json_value *v;
+
+	if (ps->sp >= ps->fp) {
+		json_fail(ps, JSON_ENOMEM, "more values than counted", ps->p);
+		return NULL;
+	}
+	v = &ps->nodes[ps->sp++];
+	v->type = type;
+	v->n = 0;
+	v->u.kids = NULL;
+	return v;
+}
+
+/*
+ * Moves the top k values of the stack, all the children of the container
+ * below them, to the placed end, and returns where they went.  The blocks
+ * may overlap when the array is full.
+ */
+static struct json_value *
+json_place(struct json_parser *ps, size_t k)
+{
+	ps->sp -= k;
+	ps->fp -= k;
+	memmove(&ps->nodes[ps->fp], &ps->nodes[ps->sp],
+	    k * sizeof(ps->nodes[0]));
+	return &ps->nodes[ps->fp];
+}
+
+/* Appends n bytes to the arena, which, like the stack, cannot run out. */
+static int
+json_put(struct json_parser *ps, const void *s, size_t n)
+{
+	if (n > (size_t)(ps->bend - ps->bp))
+		return json_fail(ps, JSON_ENOMEM, "more text than counted",
+		    ps->p);
+	memcpy(ps->bp, s, n);
+	ps->bp += n;
+	return 0;
 }
 
 /*
@@ -254,8 +390,12 @@ json_hex4(const unsigned char *p, const unsigned char *end, uint32_t *out)
 	return 0;
 }
 
+/*
+ * Writes code point cp as UTF-8.  Its escape took at least as many bytes
+ * of text: 6 for up to 3 bytes of UTF-8, 12 (a surrogate pair) for 4.
+ */
 static int
-json_put_utf8(struct buf *b, uint32_t cp)
+json_put_utf8(struct json_parser *ps, uint32_t cp)
 {
 	char s[4];
 	size_t n;
@@ -279,7 +419,7 @@ json_put_utf8(struct buf *b, uint32_t cp)
 		s[3] = (char)(0x80 | (cp & 0x3f));
 		n = 4;
 	}
-	return buf_append(b, s, n);
+	return json_put(ps, s, n);
 }
 
 /*
@@ -289,58 +429,53 @@ json_put_utf8(struct buf *b, uint32_t cp)
  * alone: a lone surrogate names no character and cannot become UTF-8.
  */
 static int
-json_parse_uescape(struct json_parser *ps, struct buf *b)
+json_parse_uescape(struct json_parser *ps)
 {
 	const unsigned char *at = ps->p - 1;
 	uint32_t cp, lo;
 
-	if (json_hex4(ps->p + 1, ps->end, &cp) != 0) {
-		json_fail(ps, JSON_ESYNTAX, "\\u must be followed by four "
-		    "hexadecimal digits", at);
-		return -1;
-	}
+	if (json_hex4(ps->p + 1, ps->end, &cp) != 0)
+		return json_fail(ps, JSON_ESYNTAX, "\\u must be followed by "
+		    "four hexadecimal digits", at);
 	ps->p += 5;
-	if (cp >= 0xdc00 && cp <= 0xdfff) {
-		json_fail(ps, JSON_EUTF8, "a low surrogate escape is not "
-		    "preceded by a high surrogate", at);
-		return -1;
-	}
+	if (cp >= 0xdc00 && cp <= 0xdfff)
+		return json_fail(ps, JSON_EUTF8, "a low surrogate escape is "
+		    "not preceded by a high surrogate", at);
 	if (cp >= 0xd800 && cp <= 0xdbff) {
 		if (ps->end - ps->p < 2 || ps->p[0] != '\\' ||
-		    ps->p[1] != 'u') {
-			json_fail(ps, JSON_EUTF8, "a high surrogate escape is "
-			    "not followed by a low surrogate", at);
-			return -1;
-		}
-		if (json_hex4(ps->p + 2, ps->end, &lo) != 0) {
-			json_fail(ps, JSON_ESYNTAX, "\\u must be followed by "
-			    "four hexadecimal digits", ps->p);
-			return -1;
-		}
-		if (lo < 0xdc00 || lo > 0xdfff) {
-			json_fail(ps, JSON_EUTF8, "a high surrogate escape is "
-			    "not followed by a low surrogate", at);
-			return -1;
-		}
+		    ps->p[1] != 'u')
+			return json_fail(ps, JSON_EUTF8, "a high surrogate "
+			    "escape is not followed by a low surrogate", at);
+		if (json_hex4(ps->p + 2, ps->end, &lo) != 0)
+			return json_fail(ps, JSON_ESYNTAX, "\\u must be "
+			    "followed by four hexadecimal digits", ps->p);
+		if (lo < 0xdc00 || lo > 0xdfff)
+			return json_fail(ps, JSON_EUTF8, "a high surrogate "
+			    "escape is not followed by a low surrogate", at);
 		ps->p += 6;
 		cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
 	}
-	if (json_put_utf8(b, cp) != IDEM_OK) {
-		json_fail(ps, JSON_ENOMEM, "out of memory", at);
-		return -1;
-	}
-	return 0;
+	/*
+	 * JSON allows U+0000 in a string, but every reader of a string here
+	 * is C and would stop at it: "BRL\u0000junk" would pass as "BRL".
+	 * A raw NUL byte is already refused as a control character.
+	 */
+	if (cp == 0)
+		return json_fail(ps, JSON_ENUL, "the escape \\u0000", at);
+	return json_put_utf8(ps, cp);
 }
 
 /*
- * Parses a string whose opening quote is at ps->p into b, unescaped
- * (RFC 8259 section 7).  Raw control characters are refused; raw bytes
- * of 0x80 and above must form well-formed UTF-8 (RFC 8259 section 8.1).
+ * Parses a string whose opening quote is at ps->p into the arena,
+ * unescaped and NUL-terminated (RFC 8259 section 7), and sets *out and
+ * *len.  Raw control characters are refused; raw bytes of 0x80 and above
+ * must form well-formed UTF-8 (RFC 8259 section 8.1).
  */
 static int
-json_parse_string(struct json_parser *ps, struct buf *b)
+json_parse_string(struct json_parser *ps, char **out, size_t *len)
 {
 	const unsigned char *run;
+	char *start = ps->bp;
 	size_t n;
 	char c;
 
@@ -350,44 +485,29 @@ json_parse_string(struct json_parser *ps, struct buf *b)
 		for (run = ps->p; ps->p < ps->end && *ps->p >= 0x20 &&
 		    *ps->p < 0x80 && *ps->p != '"' && *ps->p != '\\'; ps->p++)
 			continue;
-		if (buf_append(b, run, (size_t)(ps->p - run)) != IDEM_OK) {
-			json_fail(ps, JSON_ENOMEM, "out of memory", ps->p);
+		if (json_put(ps, run, (size_t)(ps->p - run)) != 0)
 			return -1;
-		}
-		if (ps->p >= ps->end) {
-			json_fail(ps, JSON_ESYNTAX, "unterminated string",
-			    ps->p);
-			return -1;
-		}
-		if (*ps->p == '"') {
-			ps->p++;
-			return 0;
-		}
-		if (*ps->p < 0x20) {
-			json_fail(ps, JSON_ESYNTAX, "a control character "
-			    "must be escaped inside a string", ps->p);
-			return -1;
-		}
+		if (ps->p >= ps->end)
+			return json_fail(ps, JSON_ESYNTAX, "unterminated "
+			    "string", ps->p);
+		if (*ps->p == '"')
+			break;
+		if (*ps->p < 0x20)
+			return json_fail(ps, JSON_ESYNTAX, "a control "
+			    "character must be escaped inside a string", ps->p);
 		if (*ps->p >= 0x80) {
-			if ((n = json_utf8_len(ps->p, ps->end)) == 0) {
-				json_fail(ps, JSON_EUTF8, "invalid UTF-8 "
-				    "sequence", ps->p);
+			if ((n = json_utf8_len(ps->p, ps->end)) == 0)
+				return json_fail(ps, JSON_EUTF8, "invalid "
+				    "UTF-8 sequence", ps->p);
+			if (json_put(ps, ps->p, n) != 0)
 				return -1;
-			}
-			if (buf_append(b, ps->p, n) != IDEM_OK) {
-				json_fail(ps, JSON_ENOMEM, "out of memory",
-				    ps->p);
-				return -1;
-			}
 			ps->p += n;
 			continue;
 		}
 		/* A backslash. */
-		if (++ps->p >= ps->end) {
-			json_fail(ps, JSON_ESYNTAX, "unterminated string",
-			    ps->p);
-			return -1;
-		}
+		if (++ps->p >= ps->end)
+			return json_fail(ps, JSON_ESYNTAX, "unterminated "
+			    "string", ps->p);
 		switch (*ps->p) {
 		case '"':
 		case '\\':
@@ -410,20 +530,23 @@ json_parse_string(struct json_parser *ps, struct buf *b)
 			c = '\t';
 			break;
 		case 'u':
-			if (json_parse_uescape(ps, b) != 0)
+			if (json_parse_uescape(ps) != 0)
 				return -1;
 			continue;
 		default:
-			json_fail(ps, JSON_ESYNTAX, "invalid escape sequence",
-			    ps->p - 1);
-			return -1;
+			return json_fail(ps, JSON_ESYNTAX, "invalid escape "
+			    "sequence", ps->p - 1);
 		}
-		if (buf_putc(b, c) != IDEM_OK) {
-			json_fail(ps, JSON_ENOMEM, "out of memory", ps->p);
+		if (json_put(ps, &c, 1) != 0)
 			return -1;
-		}
 		ps->p++;
 	}
+	ps->p++;
+	if (json_put(ps, "", 1) != 0)
+		return -1;
+	*out = start;
+	*len = (size_t)(ps->bp - start) - 1;
+	return 0;
 }
 
 /*
@@ -484,147 +607,150 @@ json_decimal_normalise(struct json_decimal *d)
 	return 0;
 }
 
-/* The canonical text of a normalised number, or NULL when out of memory. */
-static char *
-json_decimal_canon(const struct json_decimal *d)
+/* Sets the reason and place of a number's error; returns -1. */
+static int
+json_decimal_bad(const char **why, const unsigned char **at,
+    const char *reason, const unsigned char *where)
 {
-	struct buf b = BUF_INIT;
-	size_t a, z;
-
-	if (d->lead == d->end) {
-		if (buf_putc(&b, '0') != IDEM_OK)
-			return NULL;
-		return b.data;
-	}
-	if (d->neg && buf_putc(&b, '-') != IDEM_OK)
-		goto fail;
-	/* The significant digits [lead, end) may span the two runs. */
-	z = d->end < d->ni ? d->end : d->ni;
-	if (d->lead < z && buf_append(&b, d->ip + d->lead, z - d->lead) !=
-	    IDEM_OK)
-		goto fail;
-	a = d->lead > d->ni ? d->lead : d->ni;
-	if (d->end > a && buf_append(&b, d->fp + (a - d->ni), d->end - a) !=
-	    IDEM_OK)
-		goto fail;
-	if (d->exp != 0 && buf_printf(&b, "e%" PRId64, d->exp) != IDEM_OK)
-		goto fail;
-	return b.data;
-fail:
-	buf_free(&b);
-	return NULL;
+	*why = reason;
+	*at = where;
+	return -1;
 }
 
 /*
- * Parses a number (RFC 8259 section 6):
+ * Reads and normalises a number (RFC 8259 section 6) at *pp:
  *     [ "-" ] ( "0" / 1-9 *DIGIT ) [ "." 1*DIGIT ] [ ( "e" / "E" )
  *     [ "+" / "-" ] 1*DIGIT ]
- * The exponent is read with saturation, so any number of its digits is
- * safe.
+ * and leaves *pp after it.  The exponent is read with saturation, so any
+ * number of its digits is safe.  On error, *why and *at say what and
+ * where.  d points into the text, so it lives as long as the text.
  */
-static struct json_value *
-json_parse_number(struct json_parser *ps)
+static int
+json_decimal_read(struct json_decimal *d, const unsigned char **pp,
+    const unsigned char *end, const char **why, const unsigned char **at)
 {
-	const unsigned char *s = ps->p;
-	struct json_decimal d;
+	const unsigned char *s = *pp, *p = *pp;
 	int eneg = 0;
-	struct json_value *v;
 
-	memset(&d, 0, sizeof(d));
-	if (ps->p < ps->end && *ps->p == '-') {
-		d.neg = 1;
-		ps->p++;
+	memset(d, 0, sizeof(*d));
+	if (p < end && *p == '-') {
+		d->neg = 1;
+		p++;
 	}
-	d.ip = ps->p;
-	if (ps->p >= ps->end || !json_is_digit(*ps->p))
-		return json_fail(ps, JSON_ESYNTAX, "a number needs a digit",
-		    ps->p);
-	if (*ps->p == '0') {
-		ps->p++;
-		if (ps->p < ps->end && json_is_digit(*ps->p))
-			return json_fail(ps, JSON_ESYNTAX, "a number must "
-			    "not have leading zeros", d.ip);
+	d->ip = p;
+	if (p >= end || !json_is_digit(*p))
+		return json_decimal_bad(why, at, "a number needs a digit", p);
+	if (*p == '0') {
+		p++;
+		if (p < end && json_is_digit(*p))
+			return json_decimal_bad(why, at, "a number must not "
+			    "have leading zeros", d->ip);
 	} else
-		while (ps->p < ps->end && json_is_digit(*ps->p))
-			ps->p++;
-	d.ni = (size_t)(ps->p - d.ip);
+		while (p < end && json_is_digit(*p))
+			p++;
+	d->ni = (size_t)(p - d->ip);
 
-	if (ps->p < ps->end && *ps->p == '.') {
-		d.fp = ++ps->p;
-		while (ps->p < ps->end && json_is_digit(*ps->p))
-			ps->p++;
-		if ((d.nf = (size_t)(ps->p - d.fp)) == 0)
-			return json_fail(ps, JSON_ESYNTAX, "a decimal point "
-			    "must be followed by a digit", ps->p);
+	if (p < end && *p == '.') {
+		d->fp = ++p;
+		while (p < end && json_is_digit(*p))
+			p++;
+		if ((d->nf = (size_t)(p - d->fp)) == 0)
+			return json_decimal_bad(why, at, "a decimal point must "
+			    "be followed by a digit", p);
 	}
-	if (d.ni + d.nf > JSON_DIGITS_MAX)
-		return json_fail(ps, JSON_ESYNTAX, "a number has too many "
+	if (d->ni + d->nf > JSON_DIGITS_MAX)
+		return json_decimal_bad(why, at, "a number has too many "
 		    "digits", s);
 
-	if (ps->p < ps->end && (*ps->p == 'e' || *ps->p == 'E')) {
-		ps->p++;
-		if (ps->p < ps->end && (*ps->p == '+' || *ps->p == '-'))
-			eneg = *ps->p++ == '-';
-		if (ps->p >= ps->end || !json_is_digit(*ps->p))
-			return json_fail(ps, JSON_ESYNTAX, "an exponent "
-			    "needs a digit", ps->p);
-		for (; ps->p < ps->end && json_is_digit(*ps->p); ps->p++)
-			if (d.exp < JSON_EXP_SAT / 10)
-				d.exp = d.exp * 10 + (*ps->p - '0');
+	if (p < end && (*p == 'e' || *p == 'E')) {
+		p++;
+		if (p < end && (*p == '+' || *p == '-'))
+			eneg = *p++ == '-';
+		if (p >= end || !json_is_digit(*p))
+			return json_decimal_bad(why, at, "an exponent needs a "
+			    "digit", p);
+		for (; p < end && json_is_digit(*p); p++)
+			if (d->exp < JSON_EXP_SAT / 10)
+				d->exp = d->exp * 10 + (*p - '0');
 			else
-				d.exp = JSON_EXP_SAT;
+				d->exp = JSON_EXP_SAT;
 		if (eneg)
-			d.exp = -d.exp;
+			d->exp = -d->exp;
 	}
-	if (json_decimal_normalise(&d) != 0)
-		return json_fail(ps, JSON_ESYNTAX, "a number is out of range",
-		    s);
-
-	if ((v = json_new(ps, JSON_NUMBER)) == NULL)
-		return NULL;
-	v->u.num.len = (size_t)(ps->p - s);
-	if ((v->u.num.text = malloc(v->u.num.len + 1)) == NULL)
-		goto nomem;
-	memcpy(v->u.num.text, s, v->u.num.len);
-	v->u.num.text[v->u.num.len] = '\0';
-	if ((v->u.num.canon = json_decimal_canon(&d)) == NULL)
-		goto nomem;
-	return v;
-nomem:
-	json_free(v);
-	return json_fail(ps, JSON_ENOMEM, "out of memory", s);
+	if (json_decimal_normalise(d) != 0)
+		return json_decimal_bad(why, at, "a number is out of range", s);
+	*pp = p;
+	return 0;
 }
 
-static struct json_value *json_parse_value(struct json_parser *, int);
+/* Appends the canonical text of a normalised number to out. */
+static int
+json_decimal_put(const struct json_decimal *d, struct buf *out)
+{
+	size_t a, z;
+	int rc;
 
-static struct json_value *
+	if (d->lead == d->end)
+		return buf_putc(out, '0');
+	if (d->neg && (rc = buf_putc(out, '-')) != IDEM_OK)
+		return rc;
+	/* The significant digits [lead, end) may span the two runs. */
+	z = d->end < d->ni ? d->end : d->ni;
+	if (d->lead < z && (rc = buf_append(out, d->ip + d->lead,
+	    z - d->lead)) != IDEM_OK)
+		return rc;
+	a = d->lead > d->ni ? d->lead : d->ni;
+	if (d->end > a && (rc = buf_append(out, d->fp + (a - d->ni),
+	    d->end - a)) != IDEM_OK)
+		return rc;
+	if (d->exp != 0)
+		return buf_printf(out, "e%" PRId64, d->exp);
+	return IDEM_OK;
+}
+
+/* Parses a number into the arena: its source text, NUL-terminated. */
+static int
+json_parse_number(struct json_parser *ps)
+{
+	const unsigned char *s = ps->p, *at;
+	struct json_decimal d;
+	struct json_value *v;
+	const char *why;
+	char *text = ps->bp;
+
+	if (json_decimal_read(&d, &ps->p, ps->end, &why, &at) != 0)
+		return json_fail(ps, JSON_ESYNTAX, why, at);
+	if (json_put(ps, s, (size_t)(ps->p - s)) != 0 ||
+	    json_put(ps, "", 1) != 0)
+		return -1;
+	if ((v = json_push(ps, JSON_NUMBER)) == NULL)
+		return -1;
+	v->u.text = text;
+	v->n = (size_t)(ps->p - s);
+	return 0;
+}
+
+static int json_parse_value(struct json_parser *, int);
+
+static int
 json_parse_array(struct json_parser *ps, int depth)
 {
-	struct json_value *v, *item, **items;
-	size_t cap = 0;
+	struct json_value *v;
+	size_t self, k = 0;
 
-	if ((v = json_new(ps, JSON_ARRAY)) == NULL)
-		return NULL;
+	if ((v = json_push(ps, JSON_ARRAY)) == NULL)
+		return -1;
+	self = ps->sp - 1;
 	ps->p++;
 	json_skip_ws(ps);
 	if (ps->p < ps->end && *ps->p == ']') {
 		ps->p++;
-		return v;
+		return 0;
 	}
 	for (;;) {
-		if ((item = json_parse_value(ps, depth)) == NULL)
-			goto fail;
-		if (v->u.arr.n == cap) {
-			if ((items = json_grow(v->u.arr.items, &cap,
-			    sizeof(*items))) == NULL) {
-				json_free(item);
-				json_fail(ps, JSON_ENOMEM, "out of memory",
-				    ps->p);
-				goto fail;
-			}
-			v->u.arr.items = items;
-		}
-		v->u.arr.items[v->u.arr.n++] = item;
+		if (json_parse_value(ps, depth) != 0)
+			return -1;
+		k++;
 		json_skip_ws(ps);
 		if (ps->p < ps->end && *ps->p == ',') {
 			ps->p++;
@@ -632,112 +758,140 @@ json_parse_array(struct json_parser *ps, int depth)
 		}
 		if (ps->p < ps->end && *ps->p == ']') {
 			ps->p++;
-			return v;
+			break;
 		}
-		json_fail(ps, JSON_ESYNTAX, "expected ',' or ']' after an "
-		    "array element", ps->p);
-		goto fail;
+		return json_fail(ps, JSON_ESYNTAX, "expected ',' or ']' after "
+		    "an array element", ps->p);
 	}
-fail:
-	json_free(v);
-	return NULL;
+	v = &ps->nodes[self];
+	v->u.kids = json_place(ps, k);
+	v->n = k;
+	return 0;
 }
 
-/* Bytewise order of unescaped names; a prefix sorts first. */
-static int
-json_member_cmp(const void *a, const void *b)
+/* The name of member i of an object whose nodes are kids. */
+static const char *
+json_name(const struct json_value *kids, size_t i)
 {
-	const struct json_member *x = a, *y = b;
-	size_t n = x->namelen < y->namelen ? x->namelen : y->namelen;
-	int c;
+	return kids[2 * i].u.text;
+}
 
-	if (n > 0 && (c = memcmp(x->name, y->name, n)) != 0)
-		return c;
-	return (x->namelen > y->namelen) - (x->namelen < y->namelen);
+static void
+json_member_swap(struct json_value *kids, size_t i, size_t j)
+{
+	struct json_value t[2];
+
+	memcpy(t, &kids[2 * i], sizeof(t));
+	memcpy(&kids[2 * i], &kids[2 * j], sizeof(t));
+	memcpy(&kids[2 * j], t, sizeof(t));
+}
+
+/* Sifts member i down the max-heap made of the first n members. */
+static void
+json_member_sift(struct json_value *kids, size_t i, size_t n)
+{
+	size_t c;
+
+	while ((c = 2 * i + 1) < n) {
+		if (c + 1 < n && strcmp(json_name(kids, c),
+		    json_name(kids, c + 1)) < 0)
+			c++;
+		if (strcmp(json_name(kids, i), json_name(kids, c)) >= 0)
+			return;
+		json_member_swap(kids, i, c);
+		i = c;
+	}
+}
+
+/*
+ * Sorts n members bytewise by name (strcmp compares as unsigned char, and
+ * no name holds a NUL, so a prefix sorts first).  Heapsort: in place and
+ * O(n log n) at worst, so a large object costs no memory beyond its
+ * nodes, where qsort may allocate a copy.
+ */
+static void
+json_member_sort(struct json_value *kids, size_t n)
+{
+	size_t i;
+
+	for (i = n / 2; i-- > 0;)
+		json_member_sift(kids, i, n);
+	for (i = n; i-- > 1;) {
+		json_member_swap(kids, 0, i);
+		json_member_sift(kids, 0, i);
+	}
 }
 
 /*
  * Sorts the members and refuses a name given twice.  RFC 8259 section 4
  * says names SHOULD be unique and leaves duplicates to the parser; this
  * one will not guess which value the client meant.  Names compare after
- * unescaping, so "a" and "\u0061" are the same name.
+ * unescaping, so "a" and "\u0061" are the same name.  The error names the
+ * second occurrence in the text of the smallest name given twice.
  */
 static int
 json_object_finish(struct json_parser *ps, struct json_value *v)
 {
-	struct json_member *m = v->u.obj.members;
-	size_t i, off;
+	struct json_value *kids = v->u.kids;
+	size_t i, j, first, second;
 
-	if (v->u.obj.n < 2)
-		return 0;
-	qsort(m, v->u.obj.n, sizeof(*m), json_member_cmp);
-	for (i = 1; i < v->u.obj.n; i++)
-		if (json_member_cmp(&m[i - 1], &m[i]) == 0) {
-			off = m[i - 1].off > m[i].off ? m[i - 1].off :
-			    m[i].off;
-			json_fail(ps, JSON_EDUPLICATE, "an object names the "
-			    "same member twice", ps->start + off);
-			return -1;
+	json_member_sort(kids, v->n);
+	for (i = 1; i < v->n; i++) {
+		if (strcmp(json_name(kids, i - 1), json_name(kids, i)) != 0)
+			continue;
+		first = second = SIZE_MAX;
+		for (j = i - 1; j < v->n && strcmp(json_name(kids, j),
+		    json_name(kids, i)) == 0; j++) {
+			if (kids[2 * j].n < first) {
+				second = first;
+				first = kids[2 * j].n;
+			} else if (kids[2 * j].n < second)
+				second = kids[2 * j].n;
 		}
+		return json_fail(ps, JSON_EDUPLICATE, "an object names the "
+		    "same member twice", ps->start + second);
+	}
+	for (i = 0; i < v->n; i++)
+		kids[2 * i].n = strlen(kids[2 * i].u.text);
 	return 0;
 }
 
-static struct json_value *
+static int
 json_parse_object(struct json_parser *ps, int depth)
 {
 	struct json_value *v;
-	struct json_member *m;
-	struct buf name = BUF_INIT;
-	size_t cap = 0, off;
+	size_t self, m = 0, off, len;
+	char *name;
 
-	if ((v = json_new(ps, JSON_OBJECT)) == NULL)
-		return NULL;
+	if ((v = json_push(ps, JSON_OBJECT)) == NULL)
+		return -1;
+	self = ps->sp - 1;
 	ps->p++;
 	json_skip_ws(ps);
 	if (ps->p < ps->end && *ps->p == '}') {
 		ps->p++;
-		return v;
+		return 0;
 	}
 	for (;;) {
 		json_skip_ws(ps);
-		if (ps->p >= ps->end || *ps->p != '"') {
-			json_fail(ps, JSON_ESYNTAX, "expected a member name "
-			    "in double quotes", ps->p);
-			goto fail;
-		}
+		if (ps->p >= ps->end || *ps->p != '"')
+			return json_fail(ps, JSON_ESYNTAX, "expected a member "
+			    "name in double quotes", ps->p);
 		off = (size_t)(ps->p - ps->start);
-		buf_reset(&name);
-		if (json_parse_string(ps, &name) != 0)
-			goto fail;
+		if (json_parse_string(ps, &name, &len) != 0)
+			return -1;
+		if ((v = json_push(ps, JSON_STRING)) == NULL)
+			return -1;
+		v->u.text = name;
+		v->n = off;
 		json_skip_ws(ps);
-		if (ps->p >= ps->end || *ps->p != ':') {
-			json_fail(ps, JSON_ESYNTAX, "expected ':' after a "
-			    "member name", ps->p);
-			goto fail;
-		}
+		if (ps->p >= ps->end || *ps->p != ':')
+			return json_fail(ps, JSON_ESYNTAX, "expected ':' after "
+			    "a member name", ps->p);
 		ps->p++;
-		if (v->u.obj.n == cap) {
-			if ((m = json_grow(v->u.obj.members, &cap,
-			    sizeof(*m))) == NULL) {
-				json_fail(ps, JSON_ENOMEM, "out of memory",
-				    ps->p);
-				goto fail;
-			}
-			v->u.obj.members = m;
-		}
-		/* An empty name still needs its own allocation. */
-		if (buf_reserve(&name, 0) != IDEM_OK) {
-			json_fail(ps, JSON_ENOMEM, "out of memory", ps->p);
-			goto fail;
-		}
-		m = &v->u.obj.members[v->u.obj.n];
-		m->namelen = name.len;
-		m->off = off;
-		if ((m->value = json_parse_value(ps, depth)) == NULL)
-			goto fail;
-		m->name = name.data;
-		buf_init(&name);
-		v->u.obj.n++;
+		if (json_parse_value(ps, depth) != 0)
+			return -1;
+		m++;
 		json_skip_ws(ps);
 		if (ps->p < ps->end && *ps->p == ',') {
 			ps->p++;
@@ -747,20 +901,16 @@ json_parse_object(struct json_parser *ps, int depth)
 			ps->p++;
 			break;
 		}
-		json_fail(ps, JSON_ESYNTAX, "expected ',' or '}' after an "
-		    "object member", ps->p);
-		goto fail;
+		return json_fail(ps, JSON_ESYNTAX, "expected ',' or '}' after "
+		    "an object member", ps->p);
 	}
-	if (json_object_finish(ps, v) != 0)
-		goto fail;
-	return v;
-fail:
-	buf_free(&name);
-	json_free(v);
-	return NULL;
+	v = &ps->nodes[self];
+	v->u.kids = json_place(ps, 2 * m);
+	v->n = m;
+	return json_object_finish(ps, v);
 }
 
-static struct json_value *
+static int
 json_parse_literal(struct json_parser *ps, const char *word,
     enum json_type type)
 {
@@ -770,18 +920,20 @@ json_parse_literal(struct json_parser *ps, const char *word,
 		return json_fail(ps, JSON_ESYNTAX, "unexpected character",
 		    ps->p);
 	ps->p += n;
-	return json_new(ps, type);
+	return json_push(ps, type) != NULL ? 0 : -1;
 }
 
 /*
- * Parses one value (RFC 8259 section 3) with white space before it.
- * depth counts the arrays and objects that enclose it.
+ * Parses one value (RFC 8259 section 3) with white space before it and
+ * pushes it, a single node whatever it holds.  depth counts the arrays
+ * and objects that enclose it.
  */
-static struct json_value *
+static int
 json_parse_value(struct json_parser *ps, int depth)
 {
 	struct json_value *v;
-	struct buf b = BUF_INIT;
+	char *s;
+	size_t len;
 
 	json_skip_ws(ps);
 	if (ps->p >= ps->end)
@@ -796,23 +948,13 @@ json_parse_value(struct json_parser *ps, int depth)
 		return *ps->p == '{' ? json_parse_object(ps, depth + 1) :
 		    json_parse_array(ps, depth + 1);
 	case '"':
-		if (json_parse_string(ps, &b) != 0) {
-			buf_free(&b);
-			return NULL;
-		}
-		/* An empty string still gets its own allocation. */
-		if (buf_reserve(&b, 0) != IDEM_OK) {
-			buf_free(&b);
-			return json_fail(ps, JSON_ENOMEM, "out of memory",
-			    ps->p);
-		}
-		if ((v = json_new(ps, JSON_STRING)) == NULL) {
-			buf_free(&b);
-			return NULL;
-		}
-		v->u.str.data = b.data;
-		v->u.str.len = b.len;
-		return v;
+		if (json_parse_string(ps, &s, &len) != 0)
+			return -1;
+		if ((v = json_push(ps, JSON_STRING)) == NULL)
+			return -1;
+		v->u.text = s;
+		v->n = len;
+		return 0;
 	case 't':
 		return json_parse_literal(ps, "true", JSON_TRUE);
 	case 'f':
@@ -832,7 +974,7 @@ json_parse(const char *text, size_t len, struct json_value **out, char *err,
     size_t errlen)
 {
 	struct json_parser ps;
-	struct json_value *v;
+	struct json_doc *doc;
 
 	*out = NULL;
 	memset(&ps, 0, sizeof(ps));
@@ -841,25 +983,23 @@ json_parse(const char *text, size_t len, struct json_value **out, char *err,
 	ps.st = JSON_OK;
 
 	/* RFC 8259 section 2: JSON-text = ws value ws, and nothing else. */
-	if ((v = json_parse_value(&ps, 0)) != NULL) {
+	if ((doc = json_doc_new(&ps)) == NULL)
+		json_fail(&ps, JSON_ENOMEM, "out of memory", ps.p);
+	else if (json_parse_value(&ps, 0) == 0) {
 		json_skip_ws(&ps);
-		if (ps.p < ps.end) {
+		if (ps.p < ps.end)
 			json_fail(&ps, JSON_ESYNTAX, "unexpected text after "
 			    "the value", ps.p);
-			json_free(v);
-			v = NULL;
-		}
 	}
-	if (v == NULL) {
-		if (ps.st == JSON_OK)
-			ps.st = JSON_ENOMEM;
+	if (ps.st != JSON_OK) {
+		free(doc);
 		if (err != NULL && errlen > 0)
 			snprintf(err, errlen, "%s: %s at byte %zu",
 			    json_strstatus(ps.st),
 			    ps.why != NULL ? ps.why : "failure", ps.off);
 		return ps.st;
 	}
-	*out = v;
+	*out = &doc->nodes[0];
 	return JSON_OK;
 }
 
@@ -869,20 +1009,26 @@ json_type(const struct json_value *v)
 	return v != NULL ? v->type : JSON_NULL;
 }
 
+/* Bisection over the sorted names; strcmp is the order they were sorted by. */
 const struct json_value *
 json_get(const struct json_value *v, const char *name)
 {
-	struct json_member key;
-	const struct json_member *m;
+	size_t lo = 0, hi, mid;
+	int c;
 
-	if (v == NULL || v->type != JSON_OBJECT || v->u.obj.n == 0)
+	if (v == NULL || v->type != JSON_OBJECT)
 		return NULL;
-	memset(&key, 0, sizeof(key));
-	key.name = (char *)(uintptr_t)name;
-	key.namelen = strlen(name);
-	m = bsearch(&key, v->u.obj.members, v->u.obj.n,
-	    sizeof(*v->u.obj.members), json_member_cmp);
-	return m != NULL ? m->value : NULL;
+	hi = v->n;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if ((c = strcmp(name, json_name(v->u.kids, mid))) == 0)
+			return &v->u.kids[2 * mid + 1];
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return NULL;
 }
 
 size_t
@@ -890,29 +1036,19 @@ json_count(const struct json_value *v)
 {
 	if (v == NULL)
 		return 0;
-	if (v->type == JSON_ARRAY)
-		return v->u.arr.n;
-	if (v->type == JSON_OBJECT)
-		return v->u.obj.n;
+	if (v->type == JSON_ARRAY || v->type == JSON_OBJECT)
+		return v->n;
 	return 0;
 }
 
 const char *
 json_text(const struct json_value *v, size_t *len)
 {
-	if (v == NULL)
+	if (v == NULL || (v->type != JSON_NUMBER && v->type != JSON_STRING))
 		return NULL;
-	if (v->type == JSON_NUMBER) {
-		if (len != NULL)
-			*len = v->u.num.len;
-		return v->u.num.text;
-	}
-	if (v->type == JSON_STRING) {
-		if (len != NULL)
-			*len = v->u.str.len;
-		return v->u.str.data;
-	}
-	return NULL;
+	if (len != NULL)
+		*len = v->n;
+	return v->u.text;
 }
 
 /*
@@ -964,6 +1100,19 @@ json_canon_string(const char *s, size_t len, struct buf *out)
 	return buf_putc(out, '"');
 }
 
+/* A number's canonical text, from its source text read once more. */
+static int
+json_canon_number(const struct json_value *v, struct buf *out)
+{
+	const unsigned char *p = (const unsigned char *)v->u.text, *at;
+	struct json_decimal d;
+	const char *why;
+
+	if (json_decimal_read(&d, &p, p + v->n, &why, &at) != 0)
+		return IDEM_EINVAL;
+	return json_decimal_put(&d, out);
+}
+
 int
 json_canonical(const struct json_value *v, struct buf *out)
 {
@@ -978,16 +1127,16 @@ json_canonical(const struct json_value *v, struct buf *out)
 	case JSON_TRUE:
 		return buf_puts(out, "true");
 	case JSON_NUMBER:
-		return buf_puts(out, v->u.num.canon);
+		return json_canon_number(v, out);
 	case JSON_STRING:
-		return json_canon_string(v->u.str.data, v->u.str.len, out);
+		return json_canon_string(v->u.text, v->n, out);
 	case JSON_ARRAY:
 		if ((rc = buf_putc(out, '[')) != IDEM_OK)
 			return rc;
-		for (i = 0; i < v->u.arr.n; i++) {
+		for (i = 0; i < v->n; i++) {
 			if (i > 0 && (rc = buf_putc(out, ',')) != IDEM_OK)
 				return rc;
-			if ((rc = json_canonical(v->u.arr.items[i], out)) !=
+			if ((rc = json_canonical(&v->u.kids[i], out)) !=
 			    IDEM_OK)
 				return rc;
 		}
@@ -996,15 +1145,15 @@ json_canonical(const struct json_value *v, struct buf *out)
 		/* Members were sorted by json_object_finish. */
 		if ((rc = buf_putc(out, '{')) != IDEM_OK)
 			return rc;
-		for (i = 0; i < v->u.obj.n; i++) {
+		for (i = 0; i < v->n; i++) {
 			if (i > 0 && (rc = buf_putc(out, ',')) != IDEM_OK)
 				return rc;
-			if ((rc = json_canon_string(v->u.obj.members[i].name,
-			    v->u.obj.members[i].namelen, out)) != IDEM_OK)
+			if ((rc = json_canon_string(v->u.kids[2 * i].u.text,
+			    v->u.kids[2 * i].n, out)) != IDEM_OK)
 				return rc;
 			if ((rc = buf_putc(out, ':')) != IDEM_OK)
 				return rc;
-			if ((rc = json_canonical(v->u.obj.members[i].value,
+			if ((rc = json_canonical(&v->u.kids[2 * i + 1],
 			    out)) != IDEM_OK)
 				return rc;
 		}

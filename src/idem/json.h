@@ -5,8 +5,10 @@
  * Numbers keep their source text, so money is never passed through binary
  * floating point.  Duplicate member names are an error (RFC 8259 section 4
  * leaves them undefined; we refuse to guess which one a client meant).
- * Strings must be valid UTF-8 with valid escapes.  Nesting is limited to
- * JSON_MAX_DEPTH.
+ * Strings must be valid UTF-8 with valid escapes, and must not contain
+ * the NUL character (the escape \u0000): every consumer of a string is C,
+ * where "BRL\u0000junk" would silently read as "BRL".  Nesting is limited
+ * to JSON_MAX_DEPTH.
  *
  * The canonical form: object members sorted by their unescaped names
  * (bytewise), no insignificant white space, strings re-escaped minimally
@@ -15,6 +17,13 @@
  * print alike: 100, 100.0, 1e2 and 1.00E+2 all print as the same text, and
  * -0 prints as 0.  Strings and numbers never compare equal: "100" and 100
  * have different canonical forms.
+ *
+ * Memory.  A tree costs at most JSON_MEM_PER_BYTE bytes per byte of text,
+ * plus JSON_MEM_FIXED, whatever the shape of the document: for any text
+ * of len bytes that parses, json_mem(root) <= JSON_MEM_PER_BYTE * len +
+ * JSON_MEM_FIXED.  A parse makes that one allocation and no other; text
+ * that fails to parse costs at most JSON_MEM_PER_BYTE * (len +
+ * JSON_MAX_DEPTH) + JSON_MEM_FIXED until json_parse returns.
  */
 #ifndef IDEM_JSON_H
 #define IDEM_JSON_H
@@ -24,6 +33,8 @@
 #include "buf.h"
 
 #define JSON_MAX_DEPTH 64
+#define JSON_MEM_PER_BYTE 13
+#define JSON_MEM_FIXED 64
 
 enum json_type {
 	JSON_NULL,
@@ -42,6 +53,7 @@ enum json_status {
 	JSON_EDEPTH,     /* nested deeper than JSON_MAX_DEPTH */
 	JSON_EDUPLICATE, /* an object names a member twice */
 	JSON_EUTF8,      /* invalid UTF-8 or a lone surrogate escape */
+	JSON_ENUL,       /* a string or member name holds \u0000 */
 	JSON_ENOMEM,
 	JSON_STATUS__MAX
 };
@@ -51,12 +63,21 @@ struct json_value;
 /*
  * Parses len bytes of text (not NUL-terminated) into a tree owned by the
  * caller, freed with json_free.  On failure *out is NULL and, when err is
- * not NULL, a sentence naming the byte offset is written to err.
+ * not NULL, a sentence naming the byte offset is written to err.  The
+ * tree keeps no pointer into text, which the caller may free at once.
+ * Every value in the tree lives until json_free of its root.
  */
 enum json_status json_parse(const char *text, size_t len,
     struct json_value **out, char *err, size_t errlen);
 
-void json_free(struct json_value *v);
+/*
+ * Frees a whole tree.  root must be what json_parse gave (or NULL), never
+ * a value inside a tree.
+ */
+void json_free(struct json_value *root);
+
+/* Bytes of heap the tree of root holds (see "Memory" above); 0 for NULL. */
+size_t json_mem(const struct json_value *root);
 
 enum json_type json_type(const struct json_value *v);
 
@@ -67,9 +88,10 @@ const struct json_value *json_get(const struct json_value *v, const char *name);
 size_t json_count(const struct json_value *v);
 
 /*
- * A number's source text or a string's unescaped bytes (NUL-terminated;
- * *len, when not NULL, gets the length, which for a string may include
- * NUL bytes).  NULL for other types.  Valid while the tree lives.
+ * A number's source text or a string's unescaped bytes, NUL-terminated;
+ * *len, when not NULL, gets the length, which is the text's strlen since
+ * no string holds a NUL.  NULL for other types.  Valid while the tree
+ * lives.
  */
 const char *json_text(const struct json_value *v, size_t *len);
 

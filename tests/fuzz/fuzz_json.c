@@ -5,6 +5,12 @@
  * x that parses, canonical(x) parses too and canonical(canonical(x)) is
  * canonical(x) byte for byte.  Otherwise two retries of one request could
  * fingerprint differently depending on who serialised the body.
+ *
+ * And the promises of json.h: a tree holds at most JSON_MEM_PER_BYTE
+ * bytes per byte of text plus JSON_MEM_FIXED; no string holds a NUL; and
+ * the parser never runs out of the room it counted before parsing, which
+ * it would report as JSON_ENOMEM (a real allocation failure cannot happen
+ * here: libFuzzer's malloc limit stops the run first).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,15 +29,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct buf once = BUF_INIT, twice = BUF_INIT;
 	char err[128];
 	enum json_status st;
+	const char *text;
+	size_t len;
 
 	st = json_parse((const char *)data, size, &v, err, sizeof(err));
-	if ((unsigned)st >= JSON_STATUS__MAX)
+	if ((unsigned)st >= JSON_STATUS__MAX || st == JSON_ENOMEM)
 		abort();
 	if (st != JSON_OK) {
 		if (v != NULL || memchr(err, '\0', sizeof(err)) == NULL)
 			abort();
 		return 0;
 	}
+	if (json_mem(v) > JSON_MEM_PER_BYTE * size + JSON_MEM_FIXED)
+		abort();
+	if ((text = json_text(v, &len)) != NULL && strlen(text) != len)
+		abort();
 	if (json_canonical(v, &once) != IDEM_OK)
 		goto out;
 	if (json_parse(once.data, once.len, &w, err, sizeof(err)) != JSON_OK)

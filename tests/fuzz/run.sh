@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target of a build for a bounded time on a scratch
-# copy of its seed corpus (tests/fuzz/corpus/NAME).  A crash, a sanitizer
+# copy of its seed corpus (tests/fuzz/corpus/NAME), plus the seeds that
+# the build's tests/fuzz/seed_NAME writes, if there is one, and with the
+# dictionary tests/fuzz/NAME.dict, if there is one.  A crash, a sanitizer
 # report or a leak fails the target; the input that did it is kept in
 # the scratch directory, whose path is printed.
 #
@@ -16,8 +18,17 @@ for target in "$build"/tests/fuzz/fuzz_*; do
 	name=${target##*/fuzz_}
 	mkdir -p "$scratch/$name/corpus"
 	[ -d "$here/corpus/$name" ] && cp "$here/corpus/$name"/* "$scratch/$name/corpus/" 2>/dev/null
+	seed=$build/tests/fuzz/seed_$name
+	if [ -x "$seed" ] && ! "$seed" "$scratch/$name/corpus" >"$scratch/$name/seed.log" 2>&1; then
+		echo "FAIL - fuzz $name: $seed could not write the seeds"
+		sed 's/^/#   /' "$scratch/$name/seed.log"
+		failed=$((failed + 1))
+		continue
+	fi
+	dict=()
+	[ -f "$here/$name.dict" ] && dict=(-dict="$here/$name.dict")
 	if (cd "$scratch/$name" && "$target" -max_total_time="$secs" -timeout=10 \
-		-rss_limit_mb=2048 corpus >log 2>&1); then
+		-rss_limit_mb=2048 ${dict[@]+"${dict[@]}"} corpus >log 2>&1); then
 		runs=$(grep -Eo 'Done [0-9]+ runs' "$scratch/$name/log" | tail -n 1)
 		echo "ok - fuzz $name: $runs in ${secs}s, no crash"
 		passed=$((passed + 1))

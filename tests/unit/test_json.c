@@ -184,7 +184,7 @@ test_duplicates(void)
 	    JSON_EDUPLICATE);
 	JSON_EXPECT("{\"\":1,\"\":2}", JSON_EDUPLICATE);
 	/* Different names, and the same name in different objects. */
-	JSON_EXPECT("{\"a\":1,\"A\":2,\"a \":3,\"a\\u0000\":4}", JSON_OK);
+	JSON_EXPECT("{\"a\":1,\"A\":2,\"a \":3,\"a\\u0001\":4}", JSON_OK);
 	JSON_EXPECT("[{\"a\":1},{\"a\":1}]", JSON_OK);
 	JSON_EXPECT("{\"a\":{\"a\":1}}", JSON_OK);
 }
@@ -317,20 +317,62 @@ test_string_values(void)
 	struct json_value *v;
 	const char *t;
 	size_t len;
-	const char *doc = "\"a\\u0000b\\\"\\\\\\/\\b\\f\\n\\r\\t\"";
+	const char *doc = "\"a\\u0001b\\\"\\\\\\/\\b\\f\\n\\r\\t\"";
 
 	HARNESS_EQ(json_parse(doc, strlen(doc), &v, NULL, 0), JSON_OK);
 	HARNESS_EQ(json_type(v), JSON_STRING);
 	t = json_text(v, &len);
-	/* The NUL is kept: the length, not strlen, tells the value. */
 	HARNESS_EQ(len, 11);
-	CU_ASSERT(memcmp(t, "a\0b\"\\/\b\f\n\r\t", 11) == 0);
+	HARNESS_EQ(strlen(t), 11);
+	CU_ASSERT(memcmp(t, "a\001b\"\\/\b\f\n\r\t", 11) == 0);
 	json_free(v);
 
 	HARNESS_EQ(json_parse("\"\"", 2, &v, NULL, 0), JSON_OK);
 	t = json_text(v, &len);
 	CU_ASSERT_PTR_NOT_NULL(t);
 	HARNESS_EQ(len, 0);
+	json_free(v);
+}
+
+/*
+ * A C consumer would read "BRL\u0000junk" as "BRL", so a string that
+ * decodes to a NUL is refused wherever it is; U+0001 is an ordinary
+ * control character and stays accepted.
+ */
+static void
+test_nul_refused(void)
+{
+	static const char *const bad[] = {
+		"{\"currency\": \"BRL\\u0000junk\"}",
+		"\"\\u0000\"",
+		"\"abc\\u0000\"",
+		"{\"a\\u0000\":1}",
+		"{\"\\u0000\":1}",
+		"[1, {\"x\": [\"ok\", {\"y\": \"\\u0000\"}]}]",
+		"{\"x\": {\"\\u0000y\": 2}}",
+		"[\"\\ud83d\\ude00\\u0000\"]",
+	};
+	struct json_value *v = (struct json_value *)&v;
+	const char *doc = "{\"currency\": \"BRL\\u0000junk\"}";
+	char err[160];
+	size_t i, len;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		JSON_EXPECT(bad[i], JSON_ENUL);
+	/* The escape's offset, as for every other error. */
+	HARNESS_EQ(json_parse(doc, strlen(doc), &v, err, sizeof(err)),
+	    JSON_ENUL);
+	CU_ASSERT_PTR_NULL(v);
+	CU_ASSERT(strstr(err, "byte 17") != NULL);
+	CU_ASSERT(strstr(err, "NUL") != NULL);
+	/* A raw NUL byte stays a syntax error: it is an unescaped control. */
+	HARNESS_EQ(json_status_of("\"a\0b\"", 5), JSON_ESYNTAX);
+
+	JSON_EXPECT("{\"currency\": \"BRL\\u0001junk\"}", JSON_OK);
+	JSON_EXPECT("{\"\\u0001\": [\"\\u0001\"]}", JSON_OK);
+	HARNESS_EQ(json_parse("\"\\u0001\"", 8, &v, NULL, 0), JSON_OK);
+	CU_ASSERT_STRING_EQUAL(json_text(v, &len), "\001");
+	HARNESS_EQ(len, 1);
 	json_free(v);
 }
 
@@ -408,6 +450,238 @@ test_strstatus(void)
 	for (st = 0; st < JSON_STATUS__MAX; st++)
 		CU_ASSERT_PTR_NOT_NULL(json_strstatus((enum json_status)st));
 	CU_ASSERT_PTR_NOT_NULL(json_strstatus(JSON_STATUS__MAX));
+}
+
+/*
+ * Memory.  Each shape below is one that cost the most per byte of text
+ * with one allocation per value (up to 84 bytes per byte for [0,0,...]);
+ * json.h promises at most JSON_MEM_PER_BYTE per byte whatever the shape.
+ */
+#define MEM_TEXT (64 * 1024)
+
+/* Asserts the bound of json.h for text, which must parse. */
+static void
+json_expect_bounded(const char *what, const char *text, size_t len)
+{
+	struct json_value *v = NULL;
+	char err[160];
+	size_t mem;
+
+	if (json_parse(text, len, &v, err, sizeof(err)) != JSON_OK) {
+		fprintf(stderr, "  %s: %s\n", what, err);
+		CU_FAIL("text did not parse");
+		return;
+	}
+	mem = json_mem(v);
+	if (mem > JSON_MEM_PER_BYTE * len + JSON_MEM_FIXED)
+		fprintf(stderr, "  %s: %zu bytes of text hold %zu bytes "
+		    "(%.1f per byte)\n", what, len, mem, (double)mem / len);
+	CU_ASSERT(mem > 0);
+	CU_ASSERT(mem <= JSON_MEM_PER_BYTE * len + JSON_MEM_FIXED);
+	json_free(v);
+}
+
+/* "[item,item,...]" of at most MEM_TEXT bytes; the caller frees it. */
+static char *
+json_repeat(const char *item, size_t *len)
+{
+	struct buf b = BUF_INIT;
+	size_t n = strlen(item);
+
+	CU_ASSERT_FATAL(buf_putc(&b, '[') == IDEM_OK);
+	while (b.len + n + 2 <= MEM_TEXT) {
+		if (b.len > 1)
+			CU_ASSERT_FATAL(buf_putc(&b, ',') == IDEM_OK);
+		CU_ASSERT_FATAL(buf_append(&b, item, n) == IDEM_OK);
+	}
+	CU_ASSERT_FATAL(buf_putc(&b, ']') == IDEM_OK);
+	*len = b.len;
+	return b.data;
+}
+
+static void
+test_memory_arrays(void)
+{
+	static const char *const items[] = {
+		"\"\"", "0", "[]", "{}", "1.5", "true", "null", "[0]",
+		"{\"\":0}", "\"\\u00e9\"", "\"\\ud83d\\ude00\"", "-0e-7",
+	};
+	size_t i, len;
+	char *s;
+
+	for (i = 0; i < sizeof(items) / sizeof(items[0]); i++) {
+		s = json_repeat(items[i], &len);
+		json_expect_bounded(items[i], s, len);
+		free(s);
+	}
+}
+
+/* Appends code point cp, neither '"' nor '\\' nor a surrogate, as UTF-8. */
+static void
+json_put_char(struct buf *b, unsigned cp)
+{
+	char u[4];
+	size_t n;
+
+	if (cp < 0x80) {
+		u[0] = (char)cp;
+		n = 1;
+	} else if (cp < 0x800) {
+		u[0] = (char)(0xc0 | cp >> 6);
+		u[1] = (char)(0x80 | (cp & 0x3f));
+		n = 2;
+	} else {
+		u[0] = (char)(0xe0 | cp >> 12);
+		u[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+		u[2] = (char)(0x80 | (cp & 0x3f));
+		n = 3;
+	}
+	CU_ASSERT_FATAL(buf_append(b, u, n) == IDEM_OK);
+}
+
+/*
+ * An object of many members named by one character each, in descending
+ * order so that every one must move; and json_get still finds each.
+ */
+static void
+test_memory_members(void)
+{
+	struct buf b = BUF_INIT, name = BUF_INIT, canon = BUF_INIT;
+	struct json_value *v;
+	const struct json_value *m;
+	unsigned cp, last;
+	size_t n = 0, len = 2;
+
+	/* The names that fit, U+0020 up; each member costs 6 to 8 bytes. */
+	for (last = 0x20; len + 8 <= MEM_TEXT; last++)
+		if (last != '"' && last != '\\')
+			len += last < 0x80 ? 6 : last < 0x800 ? 7 : 8;
+	CU_ASSERT_FATAL(buf_putc(&b, '{') == IDEM_OK);
+	for (cp = last; cp-- > 0x20;) {
+		if (cp == '"' || cp == '\\')
+			continue;
+		if (n++ > 0)
+			CU_ASSERT_FATAL(buf_putc(&b, ',') == IDEM_OK);
+		CU_ASSERT_FATAL(buf_putc(&b, '"') == IDEM_OK);
+		json_put_char(&b, cp);
+		CU_ASSERT_FATAL(buf_puts(&b, "\":0") == IDEM_OK);
+	}
+	CU_ASSERT_FATAL(buf_putc(&b, '}') == IDEM_OK);
+	HARNESS_EQ(b.len, len - 1);
+	json_expect_bounded("one-character members", b.data, b.len);
+
+	HARNESS_EQ(json_parse(b.data, b.len, &v, NULL, 0), JSON_OK);
+	HARNESS_EQ(json_count(v), n);
+	for (cp = 0x20; cp < last; cp++) {
+		if (cp == '"' || cp == '\\')
+			continue;
+		buf_reset(&name);
+		json_put_char(&name, cp);
+		m = json_get(v, name.data);
+		CU_ASSERT_PTR_NOT_NULL(m);
+		HARNESS_EQ(json_type(m), JSON_NUMBER);
+	}
+	CU_ASSERT_PTR_NULL(json_get(v, "\""));
+	CU_ASSERT_PTR_NULL(json_get(v, "ab"));
+	CU_ASSERT_PTR_NULL(json_get(v, ""));
+	/* Sorted bytewise: ASCII names first, the widest last. */
+	CU_ASSERT_EQUAL(json_canonical(v, &canon), IDEM_OK);
+	CU_ASSERT(strncmp(canon.data, "{\" \":0,\"!\":0,\"#\":0,", 19) == 0);
+	buf_reset(&name);
+	CU_ASSERT_FATAL(buf_puts(&name, ",\"") == IDEM_OK);
+	json_put_char(&name, last - 1);
+	CU_ASSERT_FATAL(buf_puts(&name, "\":0}") == IDEM_OK);
+	CU_ASSERT(canon.len > name.len && strcmp(canon.data + canon.len -
+	    name.len, name.data) == 0);
+	json_free(v);
+	buf_free(&b);
+	buf_free(&name);
+	buf_free(&canon);
+}
+
+/* Nesting to JSON_MAX_DEPTH, alone and repeated to fill the text. */
+static void
+test_memory_deep(void)
+{
+	struct buf b = BUF_INIT;
+	char *one;
+	int objects;
+
+	for (objects = 0; objects <= 1; objects++) {
+		one = json_nest(JSON_MAX_DEPTH, objects);
+		json_expect_bounded("nested to the limit", one, strlen(one));
+		free(one);
+		/* Inside an array, so one level less each. */
+		one = json_nest(JSON_MAX_DEPTH - 1, objects);
+		buf_reset(&b);
+		CU_ASSERT_FATAL(buf_putc(&b, '[') == IDEM_OK);
+		while (b.len + strlen(one) + 2 <= MEM_TEXT) {
+			if (b.len > 1)
+				CU_ASSERT_FATAL(buf_putc(&b, ',') == IDEM_OK);
+			CU_ASSERT_FATAL(buf_puts(&b, one) == IDEM_OK);
+		}
+		CU_ASSERT_FATAL(buf_putc(&b, ']') == IDEM_OK);
+		json_expect_bounded("many nested to the limit", b.data, b.len);
+		free(one);
+	}
+	buf_free(&b);
+}
+
+/* The smallest documents, where the fixed part dominates. */
+static void
+test_memory_small(void)
+{
+	static const char *const docs[] = {
+		"0", "[]", "{}", "\"\"", "true", "[0]", "{\"\":0}", " 0 ",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(docs) / sizeof(docs[0]); i++)
+		json_expect_bounded(docs[i], docs[i], strlen(docs[i]));
+	HARNESS_EQ(json_mem(NULL), 0);
+}
+
+/*
+ * Duplicates in large objects, where the sort has moved the members
+ * around: the error still names the second occurrence of the smallest
+ * repeated name.
+ */
+static void
+test_duplicates_large(void)
+{
+	struct buf b = BUF_INIT;
+	struct json_value *v = (struct json_value *)&v;
+	char err[160], want[32];
+	size_t i, off = 0;
+
+	CU_ASSERT_FATAL(buf_putc(&b, '{') == IDEM_OK);
+	for (i = 0; i < 3000; i++) {
+		if (i == 2000) {
+			CU_ASSERT_FATAL(buf_putc(&b, ',') == IDEM_OK);
+			off = b.len;
+			CU_ASSERT_FATAL(buf_puts(&b, "\"k1234\":1") ==
+			    IDEM_OK);
+		}
+		CU_ASSERT_FATAL(buf_printf(&b, "%s\"k%zu\":%zu",
+		    i > 0 ? "," : "", (i * 7919) % 3000, i) == IDEM_OK);
+	}
+	CU_ASSERT_FATAL(buf_putc(&b, '}') == IDEM_OK);
+	HARNESS_EQ(json_parse(b.data, b.len, &v, err, sizeof(err)),
+	    JSON_EDUPLICATE);
+	CU_ASSERT_PTR_NULL(v);
+	/* The other k1234 is member 1886 (1886 * 7919 mod 3000 = 1234). */
+	snprintf(want, sizeof(want), "byte %zu", off);
+	if (strstr(err, want) == NULL)
+		fprintf(stderr, "  %s, want %s\n", err, want);
+	CU_ASSERT(strstr(err, want) != NULL);
+	buf_free(&b);
+
+	HARNESS_EQ(json_parse("{\"b\":1,\"a\":2,\"b\":3,\"a\":4}", 25, &v,
+	    err, sizeof(err)), JSON_EDUPLICATE);
+	CU_ASSERT(strstr(err, "byte 19") != NULL);
+	HARNESS_EQ(json_parse("{\"a\":1,\"a\":2,\"a\":3}", 19, &v, err,
+	    sizeof(err)), JSON_EDUPLICATE);
+	CU_ASSERT(strstr(err, "byte 7") != NULL);
 }
 
 static void
@@ -541,7 +815,7 @@ test_canonical_strings(void)
 	/* Those that are needed take their shortest form. */
 	JSON_CANON("\"\\u0022\\u005c\\u000a\\u0008\\u000C\\r\\t\"",
 	    "\"\\\"\\\\\\n\\b\\f\\r\\t\"");
-	JSON_CANON("\"\\u0000\\u001F\\u007f\"", "\"\\u0000\\u001f\x7f\"");
+	JSON_CANON("\"\\u0001\\u001F\\u007f\"", "\"\\u0001\\u001f\x7f\"");
 	JSON_CANON("{\"a\\nb\":\"\"}", "{\"a\\nb\":\"\"}");
 }
 
@@ -569,10 +843,11 @@ test_canonical_is_fixed_point(void)
 int
 harness_suites(void)
 {
-	CU_pSuite s, c;
+	CU_pSuite s, c, m;
 
 	if ((s = CU_add_suite("json parse", NULL, NULL)) == NULL ||
-	    (c = CU_add_suite("json canonical", NULL, NULL)) == NULL)
+	    (c = CU_add_suite("json canonical", NULL, NULL)) == NULL ||
+	    (m = CU_add_suite("json memory", NULL, NULL)) == NULL)
 		return -1;
 	if (CU_add_test(s, "RFC 8259 examples", test_rfc_examples) == NULL ||
 	    CU_add_test(s, "invalid documents",
@@ -588,9 +863,19 @@ harness_suites(void)
 	    CU_add_test(s, "surrogate escapes",
 	    test_surrogate_escapes) == NULL ||
 	    CU_add_test(s, "string values", test_string_values) == NULL ||
+	    CU_add_test(s, "NUL refused", test_nul_refused) == NULL ||
 	    CU_add_test(s, "accessors", test_accessors) == NULL ||
 	    CU_add_test(s, "error sentence", test_error_sentence) == NULL ||
-	    CU_add_test(s, "status strings", test_strstatus) == NULL)
+	    CU_add_test(s, "status strings", test_strstatus) == NULL ||
+	    CU_add_test(s, "duplicates in large objects",
+	    test_duplicates_large) == NULL)
+		return -1;
+	if (CU_add_test(m, "arrays of the cheapest values",
+	    test_memory_arrays) == NULL ||
+	    CU_add_test(m, "one-character members", test_memory_members) ==
+	    NULL ||
+	    CU_add_test(m, "nesting to the limit", test_memory_deep) == NULL ||
+	    CU_add_test(m, "small documents", test_memory_small) == NULL)
 		return -1;
 	if (CU_add_test(c, "member order", test_canonical_member_order) ==
 	    NULL ||

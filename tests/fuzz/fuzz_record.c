@@ -1,0 +1,112 @@
+/*
+ * fuzz_record.c: libFuzzer target for the stored-record decoder.
+ *
+ * rec_decode reads bytes that came off the disk and trusts none of them.
+ * Besides not crashing or leaking, a record that decodes must encode
+ * again (rec_encode accepts every record rec_decode makes), the encoding
+ * must be the input byte for byte (the layout has one encoding per
+ * record), and it must decode to an equal record.  The decoded record
+ * then goes where a stored one goes: to the engine, and, when completed,
+ * through rec_response_copy as a replay does.
+ *
+ * The seeds are real encodings, written at run time by seed_record.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "engine.h"
+#include "err.h"
+#include "record.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int
+fuzz_same_response(const struct rec_response *a, const struct rec_response *b)
+{
+	size_t i;
+
+	if (a->status != b->status || a->nheaders != b->nheaders ||
+	    a->bodylen != b->bodylen)
+		return 0;
+	for (i = 0; i < a->nheaders; i++)
+		if (strcmp(a->headers[i].name, b->headers[i].name) != 0 ||
+		    strcmp(a->headers[i].value, b->headers[i].value) != 0)
+			return 0;
+	return a->bodylen == 0 || memcmp(a->body, b->body, a->bodylen) == 0;
+}
+
+static int
+fuzz_same(const struct rec *a, const struct rec *b)
+{
+	if (a->state != b->state || memcmp(a->fp, b->fp, FP_SIZE) != 0 ||
+	    memcmp(a->token, b->token, REC_TOKEN_SIZE) != 0 ||
+	    a->created_ms != b->created_ms || a->expires_ms != b->expires_ms ||
+	    a->lease_ms != b->lease_ms || a->attempts != b->attempts ||
+	    a->stage != b->stage || a->cplen != b->cplen)
+		return 0;
+	if (a->cplen > 0 && memcmp(a->cp, b->cp, a->cplen) != 0)
+		return 0;
+	return a->state != REC_COMPLETED ||
+	    fuzz_same_response(&a->resp, &b->resp);
+}
+
+/* The engine on a stored record, at times around those it carries. */
+static void
+fuzz_engine(const struct rec *r)
+{
+	const uint64_t when[] = { 0, r->created_ms, r->lease_ms,
+	    r->lease_ms + 1, r->expires_ms, r->expires_ms + 1, UINT64_MAX };
+	uint8_t other[FP_SIZE];
+	uint32_t retry;
+	size_t i;
+
+	memcpy(other, r->fp, FP_SIZE);
+	other[0] ^= 1;
+	for (i = 0; i < sizeof(when) / sizeof(when[0]); i++) {
+		if (engine_decide(r, r->fp, when[i], &retry) >= ENGINE__MAX ||
+		    engine_decide(r, other, when[i], &retry) >= ENGINE__MAX)
+			abort();
+	}
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct rec r, again;
+	struct rec_response copy;
+	struct buf b = BUF_INIT;
+	int rc;
+
+	rc = rec_decode(data, size, &r);
+	if (rc != IDEM_OK) {
+		if (rc != IDEM_ECORRUPT && rc != IDEM_ENOMEM)
+			abort();
+		/* A failed decode leaves nothing to free. */
+		if (r.cp != NULL || r.resp.body != NULL || r.resp.nheaders != 0)
+			abort();
+		return 0;
+	}
+	if (r.state != REC_IN_PROGRESS && r.state != REC_COMPLETED)
+		abort();
+	if (rec_encode(&r, &b) != IDEM_OK)
+		abort();
+	if (b.len != size || memcmp(b.data, data, size) != 0)
+		abort();
+	if (rec_decode(b.data, b.len, &again) != IDEM_OK)
+		abort();
+	if (!fuzz_same(&r, &again))
+		abort();
+	fuzz_engine(&r);
+	if (r.state == REC_COMPLETED) {
+		if (rec_response_copy(&copy, &r.resp) != IDEM_OK ||
+		    !fuzz_same_response(&copy, &r.resp))
+			abort();
+		rec_response_free(&copy);
+	}
+	rec_free(&again);
+	rec_free(&r);
+	buf_free(&b);
+	return 0;
+}
