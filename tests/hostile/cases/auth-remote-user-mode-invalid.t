@@ -11,5 +11,5 @@ request hostile: POST /payments
   body: {"amount": 100.00, "currency": "BRL"}
 expect: 401
   problem: unauthorized
-  WWW-Authenticate: ~ Bearer realm="idem".*
+  WWW-Authenticate: ~ Basic realm="idem".*
 check: keys=0 payments=0 charges=0
