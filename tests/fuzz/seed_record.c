@@ -62,8 +62,8 @@ seed_claim(struct rec *r)
 
 	memset(r, 0, sizeof(*r));
 	r->state = REC_IN_PROGRESS;
-	fp_compute("POST", "/payments", "", seed_canon, strlen(seed_canon),
-	    r->fp);
+	fp_compute(FP_CANONICAL, "POST", "/payments", "", seed_canon,
+	    strlen(seed_canon), r->fp);
 	for (i = 0; i < REC_TOKEN_SIZE; i++)
 		r->token[i] = (uint8_t)(0x5a ^ (i * 37));
 	r->created_ms = SEED_NOW;
