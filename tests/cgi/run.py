@@ -67,7 +67,8 @@ REPLAY_EXEMPT = {"date", "idempotent-replayed"}
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::([^{}]*))?\}")
 
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
-                   "runtime error:", "ERROR: UndefinedBehaviorSanitizer")
+                   "runtime error:", "ERROR: UndefinedBehaviorSanitizer",
+                   "WARNING: ThreadSanitizer", "ERROR: ThreadSanitizer")
 
 # Valgrind's closing count when it found something (memcheck errors, and
 # leaks of the kinds given to --errors-for-leak-kinds).

@@ -63,7 +63,8 @@ ACCOUNT = "acct_crash"
 # and the replay marker itself; every other header must be equal.
 REPLAY_EXEMPT = {"date", "idempotent-replayed"}
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
-                   "runtime error:", "ERROR: UndefinedBehaviorSanitizer")
+                   "runtime error:", "ERROR: UndefinedBehaviorSanitizer",
+                   "WARNING: ThreadSanitizer", "ERROR: ThreadSanitizer")
 
 # The fault points, in the order one request passes them, and what a crash
 # there must leave behind (invariant 5: absent, in progress, or completed).
@@ -73,6 +74,8 @@ SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
 POINTS = [
     # name                  state          charges extra
     ("store_claim_commit", "absent", 0, True),
+    # the leader of a group commit, its batch written, not yet committed
+    ("batch_commit", "absent", 0, False),
     ("after_claim", "in_progress", 0, False),
     ("in_provider", "in_progress", 0, False),
     ("after_charge", "in_progress", 1, False),

@@ -341,6 +341,10 @@ class Instance:
     def clean_env(self, extra=None):
         env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
                "LANG": "C"}
+        # The sanitizer builds' options reach the workers spawned here.
+        for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS"):
+            if k in os.environ:
+                env[k] = os.environ[k]
         env.update(extra or {})
         return env
 
@@ -1063,9 +1067,38 @@ def run_server(name, build, args):
                          + inst.log_tail())
     finally:
         if inst is not None:
+            inst.stop()
+            t("no sanitizer report in any log", lambda: check_no_sanitizer(inst))
             inst.cleanup()
             INSTANCES.remove(inst)
         note(f"{name}: {time.monotonic() - started:.1f} s")
+
+
+# What AddressSanitizer, UndefinedBehaviorSanitizer and ThreadSanitizer
+# print when they find something, in the workers' and servers' logs.
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                   "runtime error:", "ERROR: UndefinedBehaviorSanitizer",
+                   "WARNING: ThreadSanitizer", "ERROR: ThreadSanitizer")
+
+
+def check_no_sanitizer(inst):
+    """Every log under the instance's root is free of sanitizer reports:
+    a data race or a leak in a worker fails the server's run even when every
+    answer was right."""
+    for d, _dirs, files in os.walk(inst.root):
+        for f in files:
+            path = os.path.join(d, f)
+            if not (f.endswith(".log") or "log" in f):
+                continue
+            try:
+                with open(path, "rb") as fh:
+                    text = fh.read().decode("utf-8", "replace")
+            except OSError:
+                continue
+            for mark in SANITIZER_MARKS:
+                i = text.find(mark)
+                if i >= 0:
+                    raise Check(f"{path}: {mark}\n{text[max(0, i - 200):i + 2000]}")
 
 
 def fifo_holders(fifo):

@@ -1,0 +1,161 @@
+/*
+ * Unit tests of group commit: many threads writing through one store
+ * handle at once, as the threads of a worker do.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "crypto.h"
+#include "err.h"
+#include "harness.h"
+#include "metrics.h"
+#include "store.h"
+
+#define T0 1700000000000ULL
+#define LEASE 30000ULL
+#define TTL 86400000ULL
+#define NTHREADS 16
+#define NDUP 40     /* keys every thread claims: exactly one wins each */
+#define NOWN 60     /* keys of each thread's own */
+
+static char dir[512];
+static struct store *st;
+static uint8_t fp[FP_SIZE];
+
+struct worker {
+	pthread_t tid;
+	int n;
+	int claimed_dup;       /* ENGINE_CLAIM answers on the shared keys */
+	int other_dup;         /* conflicts or replays on them */
+	int own_done;          /* own keys claimed and completed */
+	int errors;
+};
+
+static int
+suite_init(void)
+{
+	if (crypto_init() != IDEM_OK)
+		return -1;
+	memset(fp, 0x42, sizeof(fp));
+	return 0;
+}
+
+static void
+up(void)
+{
+	struct store_config cfg = { NULL, 0, 0, 0 };
+
+	harness_mkdtemp(dir, sizeof(dir));
+	cfg.dir = dir;
+	st = NULL;
+	if (store_open(&cfg, &st) != IDEM_OK)
+		st = NULL;
+	metrics_open(dir);
+}
+
+static void
+down(void)
+{
+	metrics_close();
+	store_close(st);
+	harness_rmdir(dir);
+}
+
+static void
+token(uint8_t t[REC_TOKEN_SIZE], int n, int i)
+{
+	memset(t, 0, REC_TOKEN_SIZE);
+	t[0] = (uint8_t)n;
+	t[1] = (uint8_t)i;
+	t[2] = 1;
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct rec_response resp;
+	struct store_claim c;
+	uint8_t t[REC_TOKEN_SIZE];
+	char key[32];
+	int i;
+
+	memset(&resp, 0, sizeof(resp));
+	resp.status = 201;
+	for (i = 0; i < NDUP + NOWN; i++) {
+		if (i < NDUP)
+			snprintf(key, sizeof(key), "dup-%d", i);
+		else
+			snprintf(key, sizeof(key), "own-%d-%d", w->n, i);
+		token(t, w->n, i);
+		if (store_claim(st, "acct", key, fp, t, T0, LEASE, TTL, NULL,
+		    &c) != IDEM_OK) {
+			w->errors++;
+			continue;
+		}
+		if (c.decision == ENGINE_CLAIM) {
+			if (i < NDUP)
+				w->claimed_dup++;
+			if (store_complete(st, "acct", key, t, &resp, NULL, 0,
+			    T0 + 1, TTL) != IDEM_OK)
+				w->errors++;
+			else if (i >= NDUP)
+				w->own_done++;
+		} else if (i < NDUP)
+			w->other_dup++;
+		else
+			w->errors++;
+		rec_free(&c.rec);
+	}
+	return NULL;
+}
+
+/*
+ * Invariant 1 inside one process: every thread claims the same keys at
+ * once through one handle, and each key is claimed exactly once; every
+ * thread's own keys are all claimed and completed, whatever commit their
+ * writes shared.
+ */
+static void
+test_threads_exactly_once(void)
+{
+	struct worker w[NTHREADS];
+	int i, claimed = 0, others = 0, own = 0, errors = 0;
+	size_t n;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	memset(w, 0, sizeof(w));
+	for (i = 0; i < NTHREADS; i++) {
+		w[i].n = i;
+		CU_ASSERT_FATAL(pthread_create(&w[i].tid, NULL, worker_main,
+		    &w[i]) == 0);
+	}
+	for (i = 0; i < NTHREADS; i++) {
+		pthread_join(w[i].tid, NULL);
+		claimed += w[i].claimed_dup;
+		others += w[i].other_dup;
+		own += w[i].own_done;
+		errors += w[i].errors;
+	}
+	HARNESS_EQ(errors, 0);
+	HARNESS_EQ(claimed, NDUP);
+	HARNESS_EQ(others, NDUP * (NTHREADS - 1));
+	HARNESS_EQ(own, NOWN * NTHREADS);
+	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(n, NDUP + NOWN * NTHREADS);
+}
+
+int
+harness_suites(void)
+{
+	CU_pSuite s;
+
+	s = CU_add_suite_with_setup_and_teardown("group commit", suite_init,
+	    NULL, up, down);
+	if (s == NULL ||
+	    CU_add_test(s, "threads: exactly once", test_threads_exactly_once) ==
+	    NULL)
+		return -1;
+	return 0;
+}
