@@ -8,10 +8,10 @@
  * caller that got IDEM_OK may show the result to the world.
  *
  * Writes are group-committed: every write of this process to one
- * environment that is waiting when a commit starts goes into that commit,
- * each in a nested transaction of its own (so one failing write rolls
- * back alone), and each caller returns once the shared commit is on
- * disk.  A store handle may be used by many threads at once.
+ * environment that is waiting when a commit starts goes into that commit
+ * (a write that fails halfway makes the batch run again one write per
+ * transaction, so it rolls back alone), and each caller returns once the
+ * shared commit is on disk.  A store handle may be used by many threads at once.
  *
  * Keys are addressed by (scope, key): scope is the authenticated
  * principal, key the client's Idempotency-Key.  Neither may contain a NUL

@@ -103,11 +103,11 @@ static const char *const store_table_names[STORE_TABLE__MAX] = {
  */
 /*
  * A write waiting for the next group commit of its environment.  fn runs
- * in a nested transaction of its own, inside the batch's transaction; it
- * sets *wrote when its writes are to be kept (all of them succeeded, or,
- * rarely, some work worth keeping though it returns an error).  A job
- * that does not set it is rolled back alone: one request's failure never
- * undoes another's write in the same commit.
+ * inside the batch's transaction and sets *wrote when it wrote something
+ * to keep: all of its writes succeeded (or, for a claim refused at its
+ * scope's bound, the purge it did on the way).  A job that fails must
+ * fail before it writes, or with an error that store_rc_clean does not
+ * accept, which makes the batch run again one job per transaction.
  */
 typedef int (*store_job_fn)(struct store *s, MDB_txn *txn, void *arg,
     int *wrote);
@@ -510,36 +510,82 @@ store_txn_commit(MDB_txn *txn)
 }
 
 /*
- * Runs a batch of jobs in the write transaction txn, each in a nested
- * one, and commits it once: one durable sync for the whole batch.  A
- * job's result is final only after that commit; if it fails, every job
- * that wrote gets its error, since none of their writes happened.
+ * Whether a job that failed with rc left the transaction as it found it.
+ * These errors come before a job writes anything (a claim taken over, a
+ * row that exists, a scope at its bound: the purge on the way, if any,
+ * is complete and kept).  Any other (a full map, an I/O error, a value
+ * too big halfway through a job's writes) may have left half a job
+ * behind, or a transaction that LMDB will no longer commit.
+ */
+static int
+store_rc_clean(int rc)
+{
+	return rc == IDEM_OK || rc == IDEM_ELOST || rc == IDEM_EEXIST ||
+	    rc == IDEM_ELIMIT;
+}
+
+/*
+ * Runs jobs one to a transaction, each committed alone when it wrote and
+ * rolled back alone when it failed: the batch's way out when a job did
+ * not fail cleanly.
+ */
+static void
+store_batch_alone(struct store *any, struct store_job *batch)
+{
+	struct store_job *j;
+	MDB_txn *txn;
+	int rc;
+
+	for (j = batch; j != NULL; j = j->next) {
+		j->wrote = 0;
+		if ((rc = store_txn_begin(any, 1, &txn)) != IDEM_OK) {
+			j->rc = rc;
+			continue;
+		}
+		j->rc = j->fn(j->s, txn, j->arg, &j->wrote);
+		if (!j->wrote || !store_rc_clean(j->rc)) {
+			/* Nothing to keep, or half a job: either way, undone. */
+			mdb_txn_abort(txn);
+			j->wrote = 0;
+			continue;
+		}
+		fault_point("batch_commit");
+		if ((rc = store_txn_commit(txn)) != IDEM_OK) {
+			j->rc = rc;
+			j->wrote = 0;
+			continue;
+		}
+		metrics_add(METRIC_STORE_SYNCS, 2);
+		metrics_inc(METRIC_STORE_COMMITS);
+		metrics_inc(METRIC_STORE_WRITES);
+	}
+}
+
+/*
+ * Runs a batch of jobs in the write transaction txn and commits it once:
+ * one durable sync for the whole batch.  A job's result is final only
+ * after that commit; if it fails, every job that wrote gets its error,
+ * since none of their writes happened.  Jobs fail cleanly, before they
+ * write, in all but rare cases (store_rc_clean); when one does not, the
+ * batch is rolled back and each job run again in a transaction of its
+ * own, so one request's failure never undoes another's write.
  */
 static void
 store_batch_run(struct store *any, MDB_txn *txn, struct store_job *batch)
 {
 	struct store_job *j;
-	MDB_txn *child;
 	size_t kept = 0;
 	int rc;
 
 	for (j = batch; j != NULL; j = j->next) {
 		j->wrote = 0;
-		if ((rc = mdb_txn_begin(any->e->env, txn, 0, &child)) != 0) {
-			j->rc = store_err(rc);
-			continue;
+		j->rc = j->fn(j->s, txn, j->arg, &j->wrote);
+		if (!store_rc_clean(j->rc)) {
+			mdb_txn_abort(txn);
+			store_batch_alone(any, batch);
+			return;
 		}
-		j->rc = j->fn(j->s, child, j->arg, &j->wrote);
-		if (!j->wrote) {
-			mdb_txn_abort(child);
-			continue;
-		}
-		if ((rc = mdb_txn_commit(child)) != 0) {
-			j->rc = store_err(rc);
-			j->wrote = 0;
-			continue;
-		}
-		kept++;
+		kept += j->wrote != 0;
 	}
 	if (kept == 0) {
 		/* Nothing to write: give the lock back without a sync. */

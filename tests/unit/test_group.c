@@ -2,8 +2,11 @@
  * Unit tests of group commit: many threads writing through one store
  * handle at once, as the threads of a worker do.
  */
+#include "config.h"
+
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "crypto.h"
@@ -146,6 +149,101 @@ test_threads_exactly_once(void)
 	HARNESS_EQ(n, NDUP + NOWN * NTHREADS);
 }
 
+#ifdef IDEM_FAULT_POINTS
+struct mixed {
+	pthread_t tid;
+	int n;
+	int failing;           /* completes (which fail) or claims only */
+	int ok, efull, other;
+};
+
+static void *
+mixed_main(void *arg)
+{
+	struct mixed *m = arg;
+	struct rec_response resp;
+	struct store_claim c;
+	uint8_t t[REC_TOKEN_SIZE];
+	char key[32];
+	int i, rc;
+
+	memset(&resp, 0, sizeof(resp));
+	resp.status = 201;
+	for (i = 0; i < NOWN; i++) {
+		snprintf(key, sizeof(key), "%s-%d-%d",
+		    m->failing ? "done" : "new", m->n, i);
+		token(t, m->n, i);
+		if (m->failing)
+			rc = store_complete(st, "acct", key, t, &resp, NULL, 0,
+			    T0 + 1, TTL);
+		else {
+			rc = store_claim(st, "acct", key, fp, t, T0, LEASE, TTL,
+			    NULL, &c);
+			if (rc == IDEM_OK && c.decision != ENGINE_CLAIM)
+				rc = -1;
+			rec_free(&c.rec);
+		}
+		if (rc == IDEM_OK)
+			m->ok++;
+		else if (rc == IDEM_EFULL)
+			m->efull++;
+		else
+			m->other++;
+	}
+	return NULL;
+}
+
+/*
+ * A write that fails halfway (here every completion, by the fault point
+ * store_complete:fail, as on a full map) shares batches with claims that
+ * succeed: the failing writes undo only themselves, and every claim
+ * commits.
+ */
+static void
+test_failure_rolls_back_alone(void)
+{
+	struct mixed m[NTHREADS];
+	uint8_t t[REC_TOKEN_SIZE];
+	struct store_claim c;
+	char key[32];
+	size_t n;
+	int i, j, claims = 0, efull = 0, other = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	/* Claims for the completions to fail on. */
+	for (i = 0; i < NTHREADS / 2; i++)
+		for (j = 0; j < NOWN; j++) {
+			snprintf(key, sizeof(key), "done-%d-%d", i, j);
+			token(t, i, j);
+			HARNESS_EQ(store_claim(st, "acct", key, fp, t, T0, LEASE,
+			    TTL, NULL, &c), IDEM_OK);
+			rec_free(&c.rec);
+		}
+	setenv("IDEM_FAULT", "store_complete:fail", 1);
+	memset(m, 0, sizeof(m));
+	for (i = 0; i < NTHREADS; i++) {
+		m[i].n = i % (NTHREADS / 2);
+		m[i].failing = i < NTHREADS / 2;
+		CU_ASSERT_FATAL(pthread_create(&m[i].tid, NULL, mixed_main,
+		    &m[i]) == 0);
+	}
+	for (i = 0; i < NTHREADS; i++) {
+		pthread_join(m[i].tid, NULL);
+		if (m[i].failing)
+			efull += m[i].efull;
+		else
+			claims += m[i].ok;
+		other += m[i].other + (m[i].failing ? m[i].ok : m[i].efull);
+	}
+	unsetenv("IDEM_FAULT");
+	HARNESS_EQ(other, 0);
+	HARNESS_EQ(efull, NOWN * NTHREADS / 2);
+	HARNESS_EQ(claims, NOWN * NTHREADS / 2);
+	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(n, NOWN * NTHREADS);
+}
+#endif
+
 int
 harness_suites(void)
 {
@@ -157,5 +255,10 @@ harness_suites(void)
 	    CU_add_test(s, "threads: exactly once", test_threads_exactly_once) ==
 	    NULL)
 		return -1;
+#ifdef IDEM_FAULT_POINTS
+	if (CU_add_test(s, "a failing write rolls back alone",
+	    test_failure_rolls_back_alone) == NULL)
+		return -1;
+#endif
 	return 0;
 }
