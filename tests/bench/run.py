@@ -1,0 +1,1305 @@
+#!/usr/bin/env python3
+"""Benchmark: idem-fcgi behind lighttpd + spawn-fcgi, driven by wrk; writes BENCHMARKS.md.
+
+    python3 tests/bench/run.py --build BUILD_DIR [--out BENCHMARKS.md]
+
+BUILD_DIR is an optimised build configured with --enable-bench in which
+"make bench-programs" has been run (./quickstart bench does all of it).
+Every case runs once per round, in the same order, for BENCH_ROUNDS rounds;
+the report gives medians with min-max.  Settings come from the environment
+(see tests/bench/README.md); any IDEM_* variable set by the user reaches the
+workers, except the paths each instance owns.
+
+Python 3 standard library only.  Only 127.0.0.1 is used; every load is
+bounded in time, and so is every process started here.
+"""
+
+import argparse
+import atexit
+import datetime
+import grp
+import hashlib
+import http.client
+import json
+import os
+import platform
+import pwd
+import re
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+ETC = os.path.join(REPO, "etc")
+WWW = os.path.join(REPO, "www")
+HOST = "127.0.0.1"
+BODY = '{"amount": 100.00, "currency": "BRL"}'
+ACCOUNT = "acct_bench"
+METRICS_ACCOUNT = "metrics"
+# Paths belong to each instance; a user's value would make them share state.
+OWN_ENV = ("IDEM_DB_DIR", "IDEM_PROVIDER_DIR", "IDEM_KEYS_FILE")
+
+
+def env_int(name, default, low=0):
+    v = os.environ.get(name, "")
+    if v == "":
+        return default
+    try:
+        n = int(v)
+    except ValueError:
+        sys.exit(f"bench: {name}={v!r} is not a whole number")
+    if n < low:
+        sys.exit(f"bench: {name} must be at least {low}")
+    return n
+
+
+class Settings:
+    """What the environment asks for; every figure of the report names these."""
+
+    def __init__(self):
+        self.rounds = env_int("BENCH_ROUNDS", 3, 1)
+        self.seconds = env_int("BENCH_SECONDS", 8, 1)
+        self.workers = env_int("BENCH_WORKERS", 4, 1)
+        self.wrk_threads = env_int("BENCH_WRK_THREADS", 2, 1)
+        self.connections = env_int("BENCH_CONNECTIONS", 32, 1)
+        self.latency_ms = env_int("BENCH_LATENCY_MS", 100, 0)
+        self.lat_connections = env_int("BENCH_LATENCY_CONNECTIONS", 256, 1)
+        self.store_seconds = env_int("BENCH_STORE_SECONDS", 3, 1)
+        self.store_threads = env_int("BENCH_STORE_THREADS", 1, 1)
+        self.small_keys = env_int("BENCH_SMALL_KEYS", 10_000, 1)
+        self.big_keys = env_int("BENCH_BIG_KEYS", 1_000_000, 1)
+        self.purge_keys = env_int("BENCH_PURGE_KEYS", 1_000_000, 0)
+        self.purge_batch = env_int("BENCH_PURGE_BATCH", 0, 0)   # 0: idemctl's
+        self.purge_limit = env_int("BENCH_PURGE_LIMIT", 600, 10)
+        self.strace_seconds = env_int("BENCH_STRACE_SECONDS", 3, 1)
+        self.timeout = env_int("BENCH_WRK_TIMEOUT", 30, 1)
+        self.keep = os.environ.get("BENCH_KEEP", "") not in ("", "0")
+        self.state_dir = os.environ.get("BENCH_STATE_DIR", "")
+        self.fill_dir = os.environ.get("BENCH_FILL_DIR", "")
+        self.cases = [c for c in os.environ.get("BENCH_CASES", "").split(",") if c]
+        self.wrk_threads_for = lambda conns: max(1, min(self.wrk_threads, conns))
+
+
+S = None            # Settings, set in main
+INSTANCES = []      # every server started, for cleanup at exit
+
+
+def say(msg):
+    print(f"bench: {msg}", flush=True)
+
+
+# ---------------------------------------------------------------- plumbing
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def render(template, mapping, out):
+    """Substitutes @NAME@ placeholders; one left on a live line is an error."""
+    with open(template) as f:
+        text = f.read()
+    for k, v in mapping.items():
+        text = text.replace(f"@{k}@", str(v))
+    live = [ln for ln in text.splitlines() if not ln.lstrip().startswith("#")]
+    left = sorted(set(re.findall(r"@[A-Z_]+@", "\n".join(live))))
+    if left:
+        raise RuntimeError(f"{template}: placeholders left: {' '.join(left)}")
+    with open(out, "w") as f:
+        f.write(text)
+    return out
+
+
+def parse_env_file(path):
+    env = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#") or "=" not in line:
+                continue
+            k, v = line.split("=", 1)
+            env[k.strip()] = v.strip().strip('"')
+    return env
+
+
+def proc_alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+        return stat[stat.rindex(")") + 2] != "Z"
+    except (OSError, ValueError):
+        return False
+
+
+def pids_of_exe(exe):
+    """Live processes running exe (each instance runs its own copy)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            target = os.readlink(f"/proc/{d}/exe")
+        except OSError:
+            continue
+        if target in (exe, exe + " (deleted)") and proc_alive(int(d)):
+            out.append(int(d))
+    return sorted(out)
+
+
+def kill_pids(pids, sig):
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def wait_gone(pids, seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if not any(proc_alive(p) for p in pids):
+            return True
+        time.sleep(0.05)
+    return not any(proc_alive(p) for p in pids)
+
+
+def run_account():
+    """The account servers and workers run as: unprivileged when we are root."""
+    if os.geteuid() != 0:
+        pw = pwd.getpwuid(os.geteuid())
+        return pw.pw_name, grp.getgrgid(pw.pw_gid).gr_name, None, None
+    for name in ("www-data", "nobody", "daemon"):
+        try:
+            pw = pwd.getpwnam(name)
+        except KeyError:
+            continue
+        return name, grp.getgrgid(pw.pw_gid).gr_name, pw.pw_uid, pw.pw_gid
+    raise RuntimeError("no unprivileged account (www-data, nobody) to run servers as")
+
+
+def traversable(path):
+    """True when every directory up to path can be entered by anyone."""
+    p = os.path.realpath(path)
+    while p not in ("/", ""):
+        if os.path.exists(p) and not os.stat(p).st_mode & 0o001:
+            return False
+        p = os.path.dirname(p)
+    return True
+
+
+def chown_tree(path, uid, gid):
+    if uid is None:
+        return
+    for d, _, files in os.walk(path):
+        os.chown(d, uid, gid)
+        for f in files:
+            os.chown(os.path.join(d, f), uid, gid)
+
+
+def mount_of(path):
+    """(mount point, fs type, device) of the file system holding path."""
+    path = os.path.realpath(path)
+    best = ("/", "?", "?")
+    with open("/proc/mounts") as f:
+        for line in f:
+            dev, mnt, fstype = line.split()[:3]
+            mnt = mnt.replace("\\040", " ")
+            if (path == mnt or path.startswith(mnt.rstrip("/") + "/")) and \
+                    len(mnt) >= len(best[0]):
+                best = (mnt, fstype, dev)
+    return best
+
+
+def tail(path, n=12):
+    try:
+        with open(path, errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return ""
+    return "\n".join(f"  {os.path.basename(path)}: {ln}" for ln in lines[-n:])
+
+
+def median_range(values, fmt="{:,.0f}"):
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return "n/a"
+    m = statistics.median(vals)
+    if len(vals) == 1:
+        return fmt.format(m)
+    return f"{fmt.format(m)} ({fmt.format(min(vals))}–{fmt.format(max(vals))})"
+
+
+def med(values):
+    vals = [v for v in values if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def ms(us):
+    return "n/a" if us is None else f"{us / 1000:.2f}"
+
+
+# ---------------------------------------------------------------- HTTP
+
+def http_call(port, method, path, body=None, headers=None, timeout=10):
+    conn = http.client.HTTPConnection(HOST, port, timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        r = conn.getresponse()
+        return r.status, dict(r.getheaders()), r.read()
+    finally:
+        conn.close()
+
+
+# ---------------------------------------------------------------- servers
+
+class Server:
+    """lighttpd (etc/lighttpd/idem-external.conf) + spawn-fcgi workers of one program."""
+
+    def __init__(self, name, program, env_extra=None, state_files=None):
+        self.name = name
+        self.root = os.path.join(S.run_dir, name)
+        os.makedirs(self.root)
+        self.user, self.group, self.uid, self.gid = S.account
+        self.port = free_port()
+        self.bindir = os.path.join(self.root, "bin")
+        os.makedirs(self.bindir)
+        self.exe = os.path.join(self.bindir, os.path.basename(program))
+        shutil.copy2(program, self.exe)
+        self.idemctl = None
+        if os.path.basename(program) == "idem-fcgi":
+            self.idemctl = os.path.join(self.bindir, "idemctl")
+            shutil.copy2(os.path.join(S.build, "idemctl"), self.idemctl)
+        self.state = os.path.join(self.root, "state")
+        self.db = os.path.join(self.state, "db")
+        os.makedirs(self.db)
+        os.makedirs(os.path.join(self.state, "provider"))
+        with open(os.path.join(self.state, "keys"), "w") as f:
+            for acct, sec in S.secrets.items():
+                f.write(f"{acct} {hashlib.sha256(sec.encode()).hexdigest()}\n")
+        for src, dst in (state_files or {}).items():
+            shutil.copyfile(src, os.path.join(self.db, dst))
+            fd = os.open(os.path.join(self.db, dst), os.O_RDONLY)
+            try:
+                os.fsync(fd)        # so its write-back does not land in a case
+            finally:
+                os.close(fd)
+        self.mapping = {"PORT": self.port, "ROOT": self.root, "BINDIR": self.bindir,
+                        "STATE": self.state, "WWW": WWW, "USER": self.user,
+                        "GROUP": self.group, "PROVIDER_LATENCY_MS": 0}
+        self.env = parse_env_file(render(os.path.join(ETC, "idem.env"), self.mapping,
+                                         os.path.join(self.root, "idem.env")))
+        self.env.update(S.bench_env)
+        self.env.update(S.user_env)
+        self.env.update(env_extra or {})
+        self.conf = render(os.path.join(ETC, "lighttpd", "idem-external.conf"),
+                           self.mapping, os.path.join(self.root, "lighttpd.conf"))
+        self.wlog = os.path.join(self.root, "worker.log")
+        open(self.wlog, "a").close()
+        self.logs = [self.wlog, os.path.join(self.root, "lighttpd-error.log"),
+                     os.path.join(self.root, "lighttpd.out")]
+        chown_tree(self.root, self.uid, self.gid)
+        self.lighttpd = None
+        self.polls = 0          # requests to /metrics made by us
+        INSTANCES.append(self)
+
+    def base_env(self, extra=None):
+        env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
+               "LANG": "C"}
+        env.update(extra or {})
+        return env
+
+    def spawn_argv(self):
+        sock = os.path.join(self.root, "idem-fcgi.sock")
+        argv = ["spawn-fcgi", "-F", str(S.workers), "-s", sock, "-M", "0660",
+                "-P", os.path.join(self.root, "spawn-fcgi.pid")]
+        if self.uid is not None:
+            argv += ["-U", self.user, "-G", self.group, "-u", self.user, "-g", self.group]
+        # As quickstart serve does: each worker's stderr (its request log) to a file.
+        return argv + ["--", "/bin/sh", "-c", 'exec "$0" 2>>"$1"', self.exe, self.wlog]
+
+    def start(self):
+        with open(os.path.join(self.root, "spawn-fcgi.out"), "ab") as out:
+            p = subprocess.run(self.spawn_argv(), stdin=subprocess.DEVNULL, stdout=out,
+                               stderr=subprocess.STDOUT, cwd=self.root,
+                               env=self.base_env(self.env), timeout=30)
+        if p.returncode != 0:
+            raise RuntimeError(f"{self.name}: spawn-fcgi exited {p.returncode}\n"
+                               + self.log_tail())
+        end = time.monotonic() + 5
+        while time.monotonic() < end and len(self.workers()) < S.workers:
+            time.sleep(0.05)
+        if len(self.workers()) < S.workers:
+            raise RuntimeError(f"{self.name}: {len(self.workers())} of {S.workers} "
+                               "workers alive\n" + self.log_tail())
+        with open(self.logs[2], "ab") as out:
+            self.lighttpd = subprocess.Popen(
+                ["lighttpd", "-D", "-f", self.conf], stdin=subprocess.DEVNULL,
+                stdout=out, stderr=subprocess.STDOUT, cwd=self.root,
+                env=self.base_env(), start_new_session=True)
+        end = time.monotonic() + 15
+        last = "no answer"
+        while time.monotonic() < end:
+            if self.lighttpd.poll() is not None:
+                raise RuntimeError(f"{self.name}: lighttpd exited "
+                                   f"{self.lighttpd.returncode}\n" + self.log_tail())
+            try:
+                st, _, body = http_call(self.port, "GET", "/healthz", timeout=2)
+                if st == 200:
+                    return
+                last = f"{st} {body[:120]!r}"
+            except (OSError, http.client.HTTPException) as e:
+                last = repr(e)
+            time.sleep(0.05)
+        raise RuntimeError(f"{self.name}: GET /healthz not 200 ({last})\n" + self.log_tail())
+
+    def workers(self):
+        return pids_of_exe(self.exe)
+
+    def log_tail(self):
+        return "\n".join(t for t in (tail(p) for p in self.logs) if t)
+
+    def stop(self):
+        p, self.lighttpd = self.lighttpd, None
+        if p is not None:
+            for sig, wait in ((signal.SIGTERM, 8), (signal.SIGKILL, 5)):
+                try:
+                    os.killpg(p.pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                try:
+                    p.wait(timeout=wait)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        pids = self.workers()
+        kill_pids(pids, signal.SIGTERM)
+        if not wait_gone(pids, 5):
+            kill_pids(pids, signal.SIGKILL)
+            wait_gone(pids, 3)
+
+    def metrics(self):
+        """The /metrics counters as {name: value}, or None when not served."""
+        auth = {"Authorization": f"Bearer {S.secrets[METRICS_ACCOUNT]}"}
+        for headers in (auth, {}):
+            self.polls += 1
+            try:
+                st, _, body = http_call(self.port, "GET", "/metrics", headers=headers)
+            except (OSError, http.client.HTTPException):
+                return None
+            if st == 200:
+                out = {}
+                for m in re.finditer(r"^([a-z_]+) ([0-9.e+]+)$",
+                                     body.decode("utf-8", "replace"), re.M):
+                    out[m.group(1)] = float(m.group(2))
+                return out
+            if st != 401:
+                return None
+        return None
+
+    def settle(self, limit=40):
+        """Waits until requests that wrk left in flight are answered: for a
+        second no request but our own polls of /metrics is counted.  Returns
+        the counters."""
+        end = time.monotonic() + limit
+        polls = self.polls
+        last = self.metrics()
+        if last is None:
+            time.sleep(1)
+            return None
+        still_since = time.monotonic()
+        while time.monotonic() < end:
+            time.sleep(0.25)
+            ours = self.polls - polls
+            polls = self.polls
+            now = self.metrics()
+            if now is None:
+                return last
+            moved = now.get("idem_requests_total", 0) - last.get("idem_requests_total", 0)
+            if moved > ours:
+                still_since = time.monotonic()
+            elif time.monotonic() - still_since >= 1.0:
+                return now
+            last = now
+        say(f"{self.name}: still answering after {limit} s")
+        return last
+
+    def ctl_env(self):
+        return self.base_env(self.env)
+
+    def run_as(self):
+        if self.uid is None:
+            return {}
+        return {"user": self.uid, "group": self.gid, "extra_groups": []}
+
+
+# ---------------------------------------------------------------- wrk
+
+def wrk(server, conns, seconds, script, args, path="/"):
+    """Runs wrk once; returns (result dict, command line)."""
+    argv = ["wrk", "-t", str(S.wrk_threads_for(conns)), "-c", str(conns),
+            "-d", f"{seconds}s", "--timeout", f"{S.timeout}s",
+            "-s", os.path.join(HERE, script), f"http://{HOST}:{server.port}{path}",
+            "--"] + args
+    p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                       timeout=seconds + S.timeout + 30)
+    return parse_wrk(p, argv), argv
+
+
+def parse_wrk(p, argv):
+    out = p.stdout.decode("utf-8", "replace")
+    m = re.search(r"^WRK-JSON (\{.*\})$", out, re.M)
+    if p.returncode != 0 or not m:
+        raise RuntimeError(f"wrk failed ({p.returncode}): {' '.join(argv)}\n{out}\n"
+                           + p.stderr.decode("utf-8", "replace"))
+    r = json.loads(m.group(1))
+    secs = r["duration_us"] / 1e6
+    r["rps"] = r["requests"] / secs if secs > 0 else 0.0
+    e = r["errors"]
+    r["bad"] = e["status"]
+    r["sockerr"] = e["connect"] + e["read"] + e["write"] + e["timeout"]
+    return r
+
+
+def show_argv(argv):
+    """A command line as it can be pasted, secrets masked."""
+    out = []
+    for a in argv:
+        a = re.sub(r"(auth=)\S+", r"\1$SECRET", a)
+        a = re.sub(r"^(prefix=)\S+", r"\1$ROUND", a) if "mode=fresh" in argv else a
+        a = a.replace(REPO + "/", "")
+        out.append(a if re.fullmatch(r"[\w@%+=:,./$-]+", a) else "'" + a + "'")
+    return " ".join(out)
+
+
+# ---------------------------------------------------------------- cases
+
+class Case:
+    """One measurement, run once per round."""
+    kind = "http"
+
+    def __init__(self, name, label):
+        self.name = name
+        self.label = label
+        self.results = []       # one dict per round
+        self.argv = None
+        self.failures = []
+        self.unsupported = False
+
+    def run(self, rnd):
+        raise NotImplementedError
+
+
+class WrkCase(Case):
+    def __init__(self, name, label, server, conns, script, args, path="/", fresh=False):
+        super().__init__(name, label)
+        self.server = server
+        self.conns = conns
+        self.script = script
+        self.args = args
+        self.path = path
+        self.fresh = fresh
+        self.syncs = []         # (store syncs, claims) per round, fresh cases
+
+    def run(self, rnd):
+        args = list(self.args)
+        if self.fresh:
+            args.append(f"prefix={S.runid}r{rnd}{self.name}")
+        before = self.server.metrics() if self.server.idemctl else None
+        r, self.argv = wrk(self.server, self.conns, S.seconds, self.script, args,
+                           self.path)
+        if self.server.idemctl:
+            after = self.server.settle()
+            if before and after:
+                r["claims"] = after.get("idem_claims_total", 0) - \
+                    before.get("idem_claims_total", 0)
+                if "idem_store_syncs_total" in after:
+                    r["syncs"] = after["idem_store_syncs_total"] - \
+                        before.get("idem_store_syncs_total", 0)
+        return r
+
+
+class StoreCase(Case):
+    kind = "store"
+
+    def __init__(self, name, label, argv, threads):
+        super().__init__(name, label)
+        self.base = argv + ["-t", str(threads)]
+        self.threads = threads
+
+    def run(self, rnd):
+        d = tempfile.mkdtemp(prefix=f"{self.name}-", dir=S.scratch)
+        try:
+            argv = [S.store_bench] + self.base + ["-d", d, "-T", str(S.store_seconds)]
+            self.argv = [os.path.basename(S.store_bench)] + self.base + \
+                ["-d", "DIR", "-T", str(S.store_seconds)]
+            p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                               timeout=S.store_seconds + 120)
+            if p.returncode != 0:
+                msg = p.stderr.decode("utf-8", "replace").strip()
+                # Status 3: the store cannot run this way (yet), not a failure.
+                self.unsupported = p.returncode == 3
+                raise RuntimeError(msg or f"exit status {p.returncode}")
+            r = json.loads(p.stdout.decode().strip().splitlines()[-1])
+            r["rps"] = r["keys_per_s"]
+            return r
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- set-up
+
+def fill(keys, prefix, expired=False, answer=None, location=None):
+    """Writes keys completed records with store_bench fill where syncing is
+    cheap (a tmpfs), then returns the path of the data file to copy."""
+    d = tempfile.mkdtemp(prefix="fill-", dir=S.fill_root)
+    argv = [S.store_bench, "fill", "-d", d, "-n", str(keys), "-S", ACCOUNT,
+            "-p", prefix, "-B", BODY, "-f", S.fp_mode]
+    if expired:
+        argv.append("-x")
+    if answer is not None:
+        argv += ["-R", answer, "-L", location]
+    S.fill_argv.append(show_argv(["store_bench"] + argv[1:3] + ["DIR"] + argv[4:])
+                       .replace(answer or "\0", "ANSWER"))
+    t0 = time.monotonic()
+    p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                       timeout=3600)
+    if p.returncode != 0:
+        raise RuntimeError("store_bench fill: " + p.stderr.decode("utf-8", "replace"))
+    size = os.path.getsize(os.path.join(d, "data.mdb"))
+    say(f"filled {keys:,} {'expired ' if expired else ''}keys in "
+        f"{time.monotonic() - t0:.1f} s ({size / 1e6:,.0f} MB)")
+    return d, size, time.monotonic() - t0
+
+
+def first_payment(server):
+    """One payment with a fixed key: replayed by the replay cases; its id is
+    fetched by the GET case, and its answer is what the fills store."""
+    headers = {"Authorization": f"Bearer {S.secrets[ACCOUNT]}",
+               "Content-Type": "application/json",
+               "Idempotency-Key": '"bench-replay"'}
+    st, h, body = http_call(server.port, "POST", "/payments", BODY.encode(), headers)
+    if st != 201:
+        raise RuntimeError(f"first payment: {st} {body[:200]!r}\n" + server.log_tail())
+    loc = h.get("Location") or h.get("location")
+    st, _, again = http_call(server.port, "POST", "/payments", BODY.encode(), headers)
+    if st != 201 or again != body:
+        raise RuntimeError(f"replay of the first payment: {st} {again[:200]!r}")
+    return loc, body.decode()
+
+
+def machine():
+    info = {"nproc": os.cpu_count()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            m = re.search(r"^model name\s*:\s*(.*)$", f.read(), re.M)
+            info["cpu"] = m.group(1).strip() if m else platform.processor()
+    except OSError:
+        info["cpu"] = platform.processor()
+    with open("/proc/meminfo") as f:
+        m = re.search(r"^MemTotal:\s*(\d+) kB", f.read(), re.M)
+        info["mem"] = f"{int(m.group(1)) / 1024 / 1024:.1f} GiB" if m else "?"
+    info["kernel"] = platform.release()
+    info["os"] = "?"
+    try:
+        with open("/etc/os-release") as f:
+            m = re.search(r'^PRETTY_NAME="?([^"\n]*)', f.read(), re.M)
+            info["os"] = m.group(1) if m else "?"
+    except OSError:
+        pass
+    mnt, fstype, dev = mount_of(S.state_root)
+    info["fs"] = f"{fstype} ({dev} on {mnt})"
+    mnt, fstype, dev = mount_of(S.fill_root)
+    info["fillfs"] = f"{fstype} ({dev} on {mnt})"
+    versions = []
+    for pkg in ("lighttpd", "spawn-fcgi", "wrk", "libfcgi0ldbl", "liblmdb0",
+                "libsqlite3-0", "libsodium23", "gcc"):
+        p = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", pkg],
+                           capture_output=True)
+        if p.returncode == 0 and p.stdout:
+            versions.append(f"{pkg} {p.stdout.decode()}")
+    info["versions"] = ", ".join(versions)
+    return info
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def commit():
+    def git(*a):
+        p = subprocess.run(["git", "-C", REPO] + list(a), capture_output=True)
+        return p.stdout.decode().strip() if p.returncode == 0 else ""
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = [ln for ln in git("status", "--porcelain").splitlines()
+             if not ln[3:].startswith("BENCHMARKS.md")]
+    return head, bool(dirty), git("log", "-1", "--format=%s")
+
+
+def build_flags():
+    try:
+        with open(os.path.join(S.build, "Makefile")) as f:
+            text = f.read()
+    except OSError:
+        return "?"
+    flags = {}
+    for k in ("CFLAGS", "SAN_CFLAGS", "DEFS"):
+        m = re.search(rf"^{k} = (.*)$", text, re.M)
+        flags[k] = m.group(1).strip() if m else ""
+    fp = "IDEM_FAULT_POINTS" in flags["DEFS"]
+    if not fp:
+        try:
+            with open(os.path.join(S.build, "config.h")) as f:
+                fp = re.search(r"^#define IDEM_FAULT_POINTS", f.read(), re.M) is not None
+        except OSError:
+            pass
+    return (f"CFLAGS={flags['CFLAGS'] or '(none)'}; sanitizers: "
+            f"{flags['SAN_CFLAGS'] or 'none'}; fault points: {'on' if fp else 'off'}")
+
+
+# ---------------------------------------------------------------- flushes
+
+def trace_syncs(server):
+    """Without the counter: strace on every worker during a short fresh run.
+    Returns {file class: syncs} and the claims made, or None."""
+    if shutil.which("strace") is None:
+        return None, "strace is not installed"
+    pids = server.workers()
+    out = os.path.join(S.run_dir, "strace.out")
+    argv = ["strace", "-f", "-qq", "-o", out,
+            "-e", "trace=fdatasync,fsync,msync,pwrite64,pwritev,sync_file_range"]
+    for pid in pids:
+        argv += ["-p", str(pid)]
+    before = server.metrics()
+    st = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        time.sleep(1)
+        if st.poll() is not None:
+            return None, "strace: " + st.stderr.read().decode("utf-8", "replace")[-200:]
+        wrk(server, S.connections, S.strace_seconds, "keys.lua",
+            [f"auth={S.secrets[ACCOUNT]}", "mode=fresh", f"body={BODY}",
+             f"prefix={S.runid}strace"], "/")
+        after = server.settle()
+    finally:
+        os.kill(st.pid, signal.SIGINT)
+        try:
+            st.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            st.kill()
+            st.wait()
+    # Which descriptor is which file, and which were opened O_DSYNC/O_SYNC
+    # (LMDB writes its meta page through such a descriptor: a sync each).
+    fds = {}
+    for pid in pids:
+        try:
+            names = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in names:
+            try:
+                path = os.readlink(f"/proc/{pid}/fd/{fd}")
+                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                    flags = int(re.search(r"^flags:\s*([0-7]+)", f.read(), re.M).group(1), 8)
+            except (OSError, AttributeError):
+                continue
+            fds[(pid, int(fd))] = (path, bool(flags & 0o4010000 or flags & 0o10000))
+    tid_to_pid = {}
+    for pid in pids:
+        try:
+            for t in os.listdir(f"/proc/{pid}/task"):
+                tid_to_pid[int(t)] = pid
+        except OSError:
+            pass
+    counts = {}
+    with open(out, errors="replace") as f:
+        for line in f:
+            m = re.match(r"^(\d+)\s+(\w+)\((\d+)?", line)
+            if not m:
+                continue
+            tid, call, fd = int(m.group(1)), m.group(2), m.group(3)
+            pid = tid_to_pid.get(tid, tid)
+            path, dsync = fds.get((pid, int(fd)), ("?", False)) if fd else ("?", False)
+            if call.startswith("pwrite") and not dsync:
+                continue
+            where = ("store" if path.startswith(server.db + "/") else
+                     "provider ledger" if path.startswith(os.path.join(server.state, "provider"))
+                     else "other")
+            counts[where] = counts.get(where, 0) + 1
+    claims = (after or {}).get("idem_claims_total", 0) - (before or {}).get("idem_claims_total", 0)
+    return (counts, claims), None
+
+
+# ---------------------------------------------------------------- memory
+
+def memory(server):
+    rows = []
+    for pid in server.workers():
+        vals = {}
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                text = f.read()
+        except OSError:
+            continue
+        for k in ("Rss", "Pss", "Private_Clean", "Private_Dirty"):
+            m = re.search(rf"^{k}:\s*(\d+) kB", text, re.M)
+            vals[k] = int(m.group(1)) if m else 0
+        vals["Private"] = vals["Private_Clean"] + vals["Private_Dirty"]
+        rows.append(vals)
+    return rows
+
+
+# ---------------------------------------------------------------- purge
+
+def purge_run(server):
+    """Fresh payments for a while, then the same with idemctl purge running."""
+    res = {}
+    args = [f"auth={S.secrets[ACCOUNT]}", "mode=fresh", f"body={BODY}"]
+    base, _ = wrk(server, S.connections, S.seconds, "keys.lua",
+                  args + [f"prefix={S.runid}pb"])
+    server.settle()
+    res["baseline"] = base
+    limit = S.purge_limit
+    argv = ["wrk", "-t", str(S.wrk_threads_for(S.connections)), "-c", str(S.connections),
+            "-d", f"{limit + 60}s", "--timeout", f"{S.timeout}s",
+            "-s", os.path.join(HERE, "keys.lua"), f"http://{HOST}:{server.port}/",
+            "--"] + args + [f"prefix={S.runid}pp"]
+    load = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        time.sleep(2)
+        ctl = [server.idemctl, "purge"]
+        if S.purge_batch:
+            ctl += ["-n", str(S.purge_batch)]
+        res["command"] = "IDEM_DB_DIR=... idemctl purge" + \
+            (f" -n {S.purge_batch}" if S.purge_batch else "")
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run(ctl, stdin=subprocess.DEVNULL, capture_output=True,
+                               env=server.ctl_env(), cwd=server.root, timeout=limit,
+                               **server.run_as())
+            res["seconds"] = time.monotonic() - t0
+            out = p.stdout.decode() + p.stderr.decode()
+            m = re.search(r"purged: (\d+)", out)
+            res["purged"] = int(m.group(1)) if m else None
+            if p.returncode != 0:
+                res["error"] = out.strip()[-300:]
+        except subprocess.TimeoutExpired:
+            res["seconds"] = None
+            res["error"] = f"idemctl purge still running after {limit} s: stopped"
+        time.sleep(2)
+    finally:
+        load.send_signal(signal.SIGINT)
+        try:
+            o, e = load.communicate(timeout=S.timeout + 30)
+        except subprocess.TimeoutExpired:
+            load.kill()
+            o, e = load.communicate()
+    p = subprocess.CompletedProcess(argv, 0 if load.returncode in (0, -2) else
+                                    load.returncode, o, e)
+    res["during"] = parse_wrk(p, argv)
+    server.settle()
+    return res
+
+
+# ---------------------------------------------------------------- report
+
+def write_report(path, ctx):
+    cases = ctx["cases"]
+    byname = {c.name: c for c in cases}
+    bare = med([r["rps"] for r in byname["bare"].results]) if "bare" in byname else None
+    L = []
+    w = L.append
+    head, dirty, subject = ctx["commit"]
+    mi = ctx["machine"]
+    w("# Benchmarks")
+    w("")
+    w("Generated by `./quickstart bench` (tests/bench/run.py); do not edit by hand: run "
+      "it again on a quiet machine and commit the result. How to read and change it: "
+      "tests/bench/README.md.")
+    w("")
+    w(f"Run of {ctx['date']}, {ctx['elapsed']:.0f} s in all.")
+    w("")
+    w("## Machine and build")
+    w("")
+    w("| | |")
+    w("|---|---|")
+    w(f"| CPU | {mi['cpu']}, nproc {mi['nproc']} |")
+    w(f"| memory | {mi['mem']} |")
+    w(f"| system | {mi['os']}, kernel {mi['kernel']} |")
+    w(f"| state directory | {mi['fs']} |")
+    w(f"| fills written on | {mi['fillfs']} (then copied to the state directory) |")
+    w(f"| load average | {ctx['load_before']} before, {ctx['load_after']} after |")
+    w(f"| commit | `{head}`{' (dirty: uncommitted changes)' if dirty else ''} {subject} |")
+    w(f"| build | `{os.path.basename(S.build)}`: {ctx['flags']} |")
+    w(f"| versions | {mi['versions']} |")
+    w("")
+    w("## Parameters")
+    w("")
+    w(f"- {S.rounds} round{'s' if S.rounds != 1 else ''}; each round runs every case below once, in this order; "
+      "figures are the median over rounds with (min–max).")
+    w(f"- lighttpd (etc/lighttpd/idem-external.conf) in front of {S.workers} spawn-fcgi "
+      f"workers per instance; the same for the bare responder. wrk with "
+      f"{S.wrk_threads} threads, {S.seconds} s per case, --timeout {S.timeout}s, on "
+      "127.0.0.1; wrk and the servers share the machine's cores.")
+    w(f"- Workers' environment: etc/idem.env, then "
+      + ", ".join(f"`{k}={v}`" for k, v in sorted(S.bench_env.items()))
+      + " (so that fills and long runs fit), then the caller's IDEM_* "
+      + ("(" + ", ".join(f"`{k}={v}`" for k, v in sorted(S.user_env.items())) + ")"
+         if S.user_env else "(none set)")
+      + f"; the provider latency is per case (0, or {S.latency_ms} ms).")
+    w("- Commands (secrets and per-round key prefixes shown as $SECRET and $ROUND; "
+      "ports are free loopback ports):")
+    w("")
+    acct = "" if S.account[2] is None else f" -u {S.account[0]} -g {S.account[1]}"
+    w(f"      workers: spawn-fcgi -F {S.workers} -s RUN/idem-fcgi.sock -M 0660{acct} "
+      "-- idem-fcgi (or bare), stderr to RUN/worker.log")
+    w("      server:  lighttpd -D -f RUN/lighttpd.conf (etc/lighttpd/idem-external.conf "
+      "with its placeholders filled)")
+    for c in cases:
+        if c.argv:
+            w(f"      {c.name}: {show_argv(c.argv)}")
+    for line in ctx["fill_argv"]:
+        w(f"      {line}")
+    w("")
+    w("## HTTP: throughput and latency")
+    w("")
+    w("| case | conns | req/s median (min–max) | p50 ms | p99 ms | max ms | vs bare | non-2xx | socket errors |")
+    w("|---|---:|---|---:|---:|---:|---:|---:|---:|")
+    for c in cases:
+        if c.kind != "http" or c.name.startswith("replay-10k") or \
+                c.name.startswith("replay-1m"):
+            continue
+        w(http_row(c, bare))
+    w("")
+    w("`vs bare`: the case's median req/s over the bare responder's (the ceiling of "
+      "lighttpd + spawn-fcgi + libfcgi on this machine). p50/p99/max: wrk's latency "
+      "percentiles, median over rounds. wrk counts only what is answered before its "
+      "time is up: with more connections than workers can serve (the latency case), "
+      "the requests still queued then are answered before the next case starts but "
+      "are in no figure, so p50 and p99 there understate the queueing.")
+    for c in cases:
+        for f in c.failures:
+            w(f"\n- {c.name}: {f}")
+    w("")
+    w("## Flushes per fresh payment")
+    w("")
+    for line in ctx["flushes"]:
+        w(line)
+    w("")
+    w("## The store alone: idem's LMDB store vs the reference design on SQLite WAL")
+    w("")
+    w("Claim, then complete, for fresh keys, one after the other; keys/s is "
+      "claim+complete pairs per second "
+      f"({S.store_seconds} s per case per round, on the state directory's file system).")
+    w("")
+    w("| store | threads | keys/s median (min–max) | vs idem's store, 1 thread |")
+    w("|---|---:|---|---:|")
+    lm = None
+    for c in cases:
+        if c.kind == "store" and c.name.startswith("store-lmdb"):
+            lm = med([r["rps"] for r in c.results])
+            break
+    for c in cases:
+        if c.kind != "store":
+            continue
+        vals = [r["rps"] for r in c.results]
+        m = med(vals)
+        ratio = f"{m / lm:.2f}" if m and lm else "n/a"
+        if vals:
+            w(f"| {c.label} | {c.threads} | {median_range(vals)} | {ratio} |")
+        for f in c.failures[:1]:
+            w(f"| {c.label} | {c.threads} | failed: {f} | |")
+    w("")
+    w("SQLite at synchronous=NORMAL in WAL mode does not sync at commit (only at "
+      "checkpoints): a power cut may lose acknowledged keys, which idem never allows. "
+      "It is shown as the bound of what skipping the sync buys, not as an equal.")
+    w("")
+    w(f"## Replay with {S.small_keys:,} and with {S.big_keys:,} stored keys")
+    w("")
+    w(f"Each store filled with `store_bench fill` (completed records holding a copy "
+      f"of a real 201 answer; {ctx['fill_small']}; {ctx['fill_big']}), "
+      f"{S.connections} connections.")
+    w("")
+    w(f"| replay of | store | req/s median (min–max) | p50 ms | p99 ms | max ms | vs bare | non-2xx |")
+    w("|---|---|---|---:|---:|---:|---:|---:|")
+    for kind, label in (("one", "one key"), ("random", "random stored keys")):
+        for size, slabel in (("10k", f"{S.small_keys:,} keys"), ("1m", f"{S.big_keys:,} keys")):
+            c = byname.get(f"replay-{size}-{kind}")
+            if c is None:
+                continue
+            rps = [r["rps"] for r in c.results]
+            lat = lambda k: med([r["latency_us"][k] for r in c.results])
+            ratio = f"{med(rps) / bare:.2f}" if bare and rps else "n/a"
+            w(f"| {label} | {slabel} | {median_range(rps)} | {ms(lat('p50'))} | "
+              f"{ms(lat('p99'))} | {ms(lat('max'))} | {ratio} | "
+              f"{sum(r['bad'] for r in c.results)} |")
+            for f in c.failures:
+                w(f"| {label} | {slabel} | failed: {f} | | | | | |")
+    w("")
+    w(f"## Purging {S.purge_keys:,} expired keys while serving")
+    w("")
+    for line in ctx["purge"]:
+        w(line)
+    w("")
+    w("## Memory per worker after the runs")
+    w("")
+    w("Private = Private_Clean + Private_Dirty from /proc/PID/smaps_rollup (pages only "
+      "this process maps, LMDB's file pages included when no other process maps them); "
+      "Pss shares every page among the processes that map it. Median over the "
+      "instance's workers (min–max), KiB.")
+    w("")
+    w("| instance | workers | Private KiB | Private_Dirty KiB | Pss KiB | Rss KiB |")
+    w("|---|---:|---|---|---|---|")
+    for name, rows in ctx["memory"]:
+        if not rows:
+            continue
+        col = lambda k: median_range([r[k] for r in rows])
+        w(f"| {name} | {len(rows)} | {col('Private')} | {col('Private_Dirty')} | "
+          f"{col('Pss')} | {col('Rss')} |")
+    w("")
+    if ctx["notes"]:
+        w("## Notes from this run")
+        w("")
+        for n in ctx["notes"]:
+            w(f"- {n}")
+        w("")
+    with open(path, "w") as f:
+        f.write("\n".join(L))
+
+
+def http_row(c, bare):
+    if not c.results:
+        return f"| {c.label} | {getattr(c, 'conns', '')} | failed | | | | | | |"
+    rps = [r["rps"] for r in c.results]
+    lat = lambda k: med([r["latency_us"][k] for r in c.results])
+    ratio = f"{med(rps) / bare:.2f}" if bare else "n/a"
+    return (f"| {c.label} | {c.conns} | {median_range(rps)} | {ms(lat('p50'))} | "
+            f"{ms(lat('p99'))} | {ms(lat('max'))} | {ratio} | "
+            f"{sum(r['bad'] for r in c.results)} | {sum(r['sockerr'] for r in c.results)} |")
+
+
+# ---------------------------------------------------------------- main
+
+def flush_lines(fresh_cases, main_server):
+    """The flushes-per-payment section, from the counter or from strace."""
+    lines = []
+    have_counter = any("syncs" in r for c in fresh_cases for r in c.results)
+    if have_counter:
+        lines.append("From the responder's counters (`idem_store_syncs_total` over "
+                     "`idem_claims_total`, read from GET /metrics before and after "
+                     "each fresh case, once in-flight requests were answered):")
+        lines.append("")
+        lines.append("| case | claims | store syncs | syncs per fresh payment |")
+        lines.append("|---|---:|---:|---:|")
+        ts = tc = 0
+        for c in fresh_cases:
+            s = sum(r.get("syncs", 0) for r in c.results)
+            k = sum(r.get("claims", 0) for r in c.results)
+            ts += s
+            tc += k
+            lines.append(f"| {c.label} | {k:,.0f} | {s:,.0f} | "
+                         f"{s / k:.2f} |" if k else f"| {c.label} | 0 | {s:,.0f} | n/a |")
+        if tc:
+            lines.append(f"| all fresh cases | {tc:,.0f} | {ts:,.0f} | {ts / tc:.2f} |")
+        return lines
+    res, why = trace_syncs(main_server)
+    if res is None:
+        return [f"n/a: the responder has no `idem_store_syncs_total` counter and {why}."]
+    counts, claims = res
+    lines.append("The responder has no `idem_store_syncs_total` counter yet, so the syncs "
+                 f"were counted with strace on every worker during {S.strace_seconds} s "
+                 f"of fresh payments ({S.connections} connections, latency 0): "
+                 "fdatasync/fsync/msync calls, plus writes through a descriptor opened "
+                 "O_DSYNC/O_SYNC (how LMDB writes its meta page), divided by the claims "
+                 "counted in `idem_claims_total`. strace slows the workers; the ratio, "
+                 "not the speed, is the figure.")
+    lines.append("")
+    lines.append("| file | syncs | per fresh payment |")
+    lines.append("|---|---:|---:|")
+    total = sum(counts.values())
+    for k in sorted(counts):
+        lines.append(f"| {k} | {counts[k]:,} | "
+                     f"{counts[k] / claims:.2f} |" if claims else f"| {k} | {counts[k]} | n/a |")
+    lines.append(f"| all ({claims:,.0f} fresh payments) | {total:,} | "
+                 f"{total / claims:.2f} |" if claims else f"| all | {total} | n/a |")
+    return lines
+
+
+def purge_lines(res, fill_info):
+    if res is None:
+        return ["Not run (BENCH_PURGE_KEYS=0)."]
+    if "failed" in res:
+        return [f"Failed: {res['failed']}"]
+    b, d = res["baseline"], res["during"]
+    lines = [f"{S.purge_keys:,} keys written already expired by `store_bench fill -x` "
+             f"({fill_info}) into a fresh instance; fresh payments "
+             f"({S.connections} connections, latency 0) for {S.seconds} s, then again "
+             f"while `{res['command']}` ran (started 2 s into the load, which stopped 2 s "
+             "after it ended).", ""]
+    if res.get("error"):
+        lines.append(f"- purge failed: {res['error']}")
+    if res.get("seconds") is not None:
+        purged = res.get("purged")
+        rate = f", {purged / res['seconds']:,.0f} keys/s" if purged else ""
+        lines.append(f"- purge: {purged if purged is not None else '?':,} keys in "
+                     f"{res['seconds']:.1f} s{rate}")
+    lines.append(f"- fresh payments alone: {b['rps']:,.0f} req/s, p50 {ms(b['latency_us']['p50'])} "
+                 f"ms, p99 {ms(b['latency_us']['p99'])} ms, max {ms(b['latency_us']['max'])} ms")
+    lines.append(f"- fresh payments during purge: {d['rps']:,.0f} req/s, p50 "
+                 f"{ms(d['latency_us']['p50'])} ms, p99 {ms(d['latency_us']['p99'])} ms, "
+                 f"**longest stall (max latency) {ms(d['latency_us']['max'])} ms**, "
+                 f"{d['bad']} non-2xx, {d['sockerr']} socket errors")
+    return lines
+
+
+def build_cases(servers, loc):
+    auth = f"auth={S.secrets[ACCOUNT]}"
+    c, lc = S.connections, S.lat_connections
+    cases = [
+        WrkCase("bare", "bare libfcgi responder, GET /healthz", servers["bare"], c,
+                "fixed.lua", ["method=GET", "path=/healthz"]),
+        WrkCase("healthz", "idem GET /healthz", servers["idem"], c,
+                "fixed.lua", ["method=GET", "path=/healthz"]),
+        WrkCase("replay", "idem replay (POST, one stored key)", servers["idem"], c,
+                "fixed.lua", ["method=POST", "path=/payments", auth,
+                              "key=bench-replay", f"body={BODY}"]),
+        WrkCase("fresh", "idem fresh payments, latency 0", servers["idem"], c,
+                "keys.lua", [auth, "mode=fresh", f"body={BODY}"], fresh=True),
+        WrkCase("fresh-lat", f"idem fresh payments, latency {S.latency_ms} ms",
+                servers["idem-lat"], lc, "keys.lua",
+                [auth, "mode=fresh", f"body={BODY}"], fresh=True),
+        WrkCase("get", "idem GET /payments/{id}", servers["idem"], c,
+                "fixed.lua", ["method=GET", f"path={loc}", auth]),
+    ]
+    for size in ("10k", "1m"):
+        srv = servers[f"idem-{size}"]
+        cases.append(WrkCase(f"replay-{size}-one", f"replay, one key, {size}", srv, c,
+                             "fixed.lua", ["method=POST", "path=/payments", auth,
+                                           "key=fill-0", f"body={BODY}"]))
+    for size, n in (("10k", S.small_keys), ("1m", S.big_keys)):
+        srv = servers[f"idem-{size}"]
+        cases.append(WrkCase(f"replay-{size}-random", f"replay, random key, {size}", srv, c,
+                             "keys.lua", [auth, "mode=random", f"body={BODY}",
+                                          "prefix=fill-", f"count={n}"]))
+    # Reorder so that 10k and 1M alternate: one, one, random, random.
+    order = ["bare", "healthz", "replay", "fresh", "fresh-lat", "get",
+             "replay-10k-one", "replay-1m-one", "replay-10k-random", "replay-1m-random"]
+    cases.sort(key=lambda x: order.index(x.name))
+    threads = [1] + ([S.store_threads] if S.store_threads > 1 else [])
+    for t in threads:
+        sfx = "" if t == 1 else f"-t{t}"
+        cases += [
+            StoreCase(f"store-lmdb{sfx}", "idem store (LMDB, durable)", ["lmdb"], t),
+            StoreCase(f"store-sqlite-full{sfx}", "SQLite WAL, synchronous=FULL",
+                      ["sqlite", "-s", "full"], t),
+            StoreCase(f"store-sqlite-normal{sfx}", "SQLite WAL, synchronous=NORMAL",
+                      ["sqlite", "-s", "normal"], t),
+        ]
+    if S.cases:
+        cases = [x for x in cases if x.name in S.cases or x.name == "bare"]
+    return cases
+
+
+def setup_paths(args):
+    S.build = os.path.abspath(args.build)
+    for prog in ("idem-fcgi", "idemctl", "tests/bench/bare", "tests/bench/store_bench"):
+        if not os.access(os.path.join(S.build, prog), os.X_OK):
+            sys.exit(f"bench: {S.build}/{prog} missing: build with --enable-bench "
+                     "and run make bench-programs (./quickstart bench does)")
+    for tool in ("wrk", "lighttpd", "spawn-fcgi"):
+        if shutil.which(tool) is None:
+            sys.exit(f"bench: {tool} not found (./quickstart bench installs it)")
+    S.store_bench = os.path.join(S.build, "tests/bench/store_bench")
+    S.account = run_account()
+    root = S.state_dir or os.path.join(REPO, "var", "bench")
+    if S.account[2] is not None and not traversable(os.path.dirname(root)):
+        root = tempfile.mkdtemp(prefix="idem-bench-", dir="/var/tmp")
+    shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(root)
+    os.chmod(root, 0o755)
+    S.state_root = root
+    S.run_dir = os.path.join(root, "run")
+    os.makedirs(S.run_dir)
+    os.chmod(S.run_dir, 0o755)
+    S.scratch = os.path.join(root, "scratch")
+    os.makedirs(S.scratch)
+    fill = S.fill_dir
+    need = 800 * max(S.big_keys, S.purge_keys) * 3 // 2
+    if not fill:
+        fill = root
+        if mount_of("/dev/shm")[1] == "tmpfs" and os.access("/dev/shm", os.W_OK):
+            st = os.statvfs("/dev/shm")
+            if st.f_bavail * st.f_frsize >= need:
+                fill = "/dev/shm"
+    S.fill_root = tempfile.mkdtemp(prefix="idem-bench-fill-", dir=fill)
+    S.fill_argv = []
+    if mount_of(S.fill_root)[1] != "tmpfs":
+        S.notes.append(f"The fills ran on {mount_of(S.fill_root)[1]}, not a tmpfs: "
+                       "every key cost two synced transactions (set BENCH_FILL_DIR to "
+                       "a tmpfs with room for the fills).")
+
+
+def cleanup():
+    for inst in list(INSTANCES):
+        try:
+            inst.stop()
+        except Exception:           # noqa: BLE001 - cleanup goes on
+            pass
+    INSTANCES.clear()
+    if S is not None:
+        if getattr(S, "fill_root", None):
+            shutil.rmtree(S.fill_root, ignore_errors=True)
+        if getattr(S, "state_root", None) and not S.keep:
+            shutil.rmtree(S.state_root, ignore_errors=True)
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+
+
+def become_subreaper():
+    """Workers that spawn-fcgi leaves behind are reparented to us, so they are
+    reaped here; best effort, Linux only."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+def run_rounds(cases):
+    for rnd in range(1, S.rounds + 1):
+        for c in cases:
+            t0 = time.monotonic()
+            try:
+                r = c.run(rnd)
+            except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+                msg = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
+                c.failures.append(f"round {rnd}: {msg}")
+                say(f"round {rnd} {c.name}: FAILED: {str(e).strip()[:800]}")
+                continue
+            c.results.append(r)
+            extra = ""
+            if "latency_us" in r:
+                extra = (f" p50 {ms(r['latency_us']['p50'])} ms p99 "
+                         f"{ms(r['latency_us']['p99'])} ms non-2xx {r['bad']}")
+            say(f"round {rnd}/{S.rounds} {c.name}: {r['rps']:,.0f}/s{extra} "
+                f"({time.monotonic() - t0:.0f} s)")
+
+
+def main():
+    global S
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", required=True, help="build directory (--enable-bench)")
+    ap.add_argument("--out", default=os.path.join(REPO, "BENCHMARKS.md"))
+    args = ap.parse_args()
+    S = Settings()
+    S.notes = []
+    S.failed = []       # one-off phases that failed
+    started = time.monotonic()
+    become_subreaper()
+    atexit.register(cleanup)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda s, f: sys.exit(128 + s))
+    setup_paths(args)
+    S.runid = secrets.token_hex(4)
+    S.secrets = {ACCOUNT: "sk_bench_" + secrets.token_hex(16),
+                 METRICS_ACCOUNT: "sk_metrics_" + secrets.token_hex(16)}
+    S.bench_env = {"IDEM_MAP_SIZE": "4G", "IDEM_KEYS_PER_ACCOUNT": "0"}
+    S.user_env = {k: v for k, v in os.environ.items()
+                  if k.startswith("IDEM_") and k not in OWN_ENV}
+    S.fp_mode = S.user_env.get("IDEM_FINGERPRINT", "canonical")
+    ctx = {"notes": S.notes, "load_before": loadavg(), "commit": commit(),
+           "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+           "flags": build_flags()}
+    ctx["machine"] = machine()
+    say(f"state in {S.state_root}; fills on {S.fill_root}; "
+        f"{S.rounds} rounds of {S.seconds} s per case")
+    if "IDEM_PROVIDER_LATENCY_MS" in S.user_env:
+        ctx["notes"].append("IDEM_PROVIDER_LATENCY_MS from the environment is "
+                            "overridden per case.")
+
+    lat0 = {"IDEM_PROVIDER_LATENCY_MS": "0"}
+    servers = {"bare": Server("bare", os.path.join(S.build, "tests/bench/bare"))}
+    idem = os.path.join(S.build, "idem-fcgi")
+    servers["idem"] = Server("idem", idem, lat0)
+    servers["idem-lat"] = Server("idem-lat", idem,
+                                 {"IDEM_PROVIDER_LATENCY_MS": str(S.latency_ms)})
+    for s in list(servers.values()):
+        s.start()
+    loc, answer = first_payment(servers["idem"])
+    small, ssize, stime = fill(S.small_keys, "fill-", answer=answer, location=loc)
+    servers["idem-10k"] = Server("idem-10k", idem, lat0,
+                                 {os.path.join(small, "data.mdb"): "data.mdb"})
+    shutil.rmtree(small, ignore_errors=True)
+    big, bsize, btime = fill(S.big_keys, "fill-", answer=answer, location=loc)
+    servers["idem-1m"] = Server("idem-1m", idem, lat0,
+                                {os.path.join(big, "data.mdb"): "data.mdb"})
+    shutil.rmtree(big, ignore_errors=True)
+    ctx["fill_argv"] = S.fill_argv
+    ctx["fill_small"] = f"{S.small_keys:,} keys: {ssize / 1e6:,.0f} MB in {stime:.1f} s"
+    ctx["fill_big"] = f"{S.big_keys:,} keys: {bsize / 1e6:,.0f} MB in {btime:.1f} s"
+    for n in ("idem-10k", "idem-1m"):
+        servers[n].start()
+
+    cases = build_cases(servers, loc)
+    ctx["cases"] = cases
+    run_rounds(cases)
+
+    fresh = [c for c in cases if isinstance(c, WrkCase) and c.fresh]
+    try:
+        ctx["flushes"] = flush_lines(fresh, servers["idem"]) if fresh else ["Not run."]
+    except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+        ctx["flushes"] = [f"n/a: {str(e).strip()[:300]}"]
+        S.failed.append("flushes")
+    ctx["memory"] = [(f"{n} ({'bare' if n == 'bare' else 'idem-fcgi'})", memory(servers[n]))
+                     for n in ("bare", "idem", "idem-lat", "idem-10k", "idem-1m")]
+    for n in ("idem-10k", "idem-1m", "idem-lat"):
+        servers[n].stop()
+
+    purge = None
+    finfo = ""
+    if S.purge_keys > 0:
+        d, psize, ptime = fill(S.purge_keys, "old-", expired=True,
+                               answer=answer, location=loc)
+        finfo = f"{psize / 1e6:,.0f} MB in {ptime:.1f} s"
+        servers["idem-purge"] = Server("idem-purge", idem, lat0,
+                                       {os.path.join(d, "data.mdb"): "data.mdb"})
+        shutil.rmtree(d, ignore_errors=True)
+        servers["idem-purge"].start()
+        say(f"purging {S.purge_keys:,} expired keys under load")
+        try:
+            purge = purge_run(servers["idem-purge"])
+            say(f"purge: {purge.get('seconds')} s, longest stall "
+                f"{ms(purge['during']['latency_us']['max'])} ms")
+        except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+            purge = {"failed": str(e).strip()[:300]}
+            S.failed.append("purge")
+        servers["idem-purge"].stop()
+    ctx["purge"] = purge_lines(purge, finfo)
+    for s in servers.values():
+        s.stop()
+    ctx["load_after"] = loadavg()
+    ctx["elapsed"] = time.monotonic() - started
+    for c in cases:
+        if any(r.get("bad") for r in c.results):
+            ctx["notes"].append(f"{c.name}: some answers were not 2xx; see the "
+                                "workers' log (BENCH_KEEP=1 keeps it).")
+    write_report(args.out, ctx)
+    say(f"wrote {args.out} in {ctx['elapsed']:.0f} s")
+    failed = sum(len(c.failures) for c in cases if not c.unsupported) + len(S.failed)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
