@@ -2,7 +2,9 @@
  * idemctl: the operator's tool for an idem store.
  *
  *   idemctl stats             counts of keys, payments, charges
- *   idemctl purge [-n N]      delete expired keys, N per transaction
+ *   idemctl purge [-n N] [-w MS]
+ *                             delete expired keys, N per transaction, with
+ *                             a pause of MS between transactions
  *   idemctl inspect SCOPE KEY one key's record (the key given, never listed)
  *   idemctl stuck             claims that may have charged and whose lease
  *                             ran out, keys shown by their keyhash
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cfg.h"
@@ -32,7 +35,7 @@ static void
 ctl_usage(void)
 {
 	fprintf(stderr, "usage: idemctl [-d db_dir] [-p provider_dir] "
-	    "stats | purge [-n N] | inspect SCOPE KEY | stuck |\n"
+	    "stats | purge [-n N] [-w MS] | inspect SCOPE KEY | stuck |\n"
 	    "               hash-key [SECRET] | new-key ACCOUNT\n");
 	exit(2);
 }
@@ -113,15 +116,25 @@ ctl_stats(void)
 static int
 ctl_purge(int argc, char *argv[])
 {
+	struct timespec pause = { 0, 0 };
 	struct store *s;
 	size_t batch = 1000, n, total = 0;
+	unsigned long ms = 2;
+	char *end;
 	int rc, ch;
 
 	optind = 1;
-	while ((ch = getopt(argc, argv, "n:")) != -1) {
-		if (ch != 'n' || (batch = strtoul(optarg, NULL, 10)) == 0)
-			ctl_usage();
+	while ((ch = getopt(argc, argv, "n:w:")) != -1) {
+		if (ch == 'n' && (batch = strtoul(optarg, &end, 10)) > 0 &&
+		    *end == '\0')
+			continue;
+		if (ch == 'w' && (ms = strtoul(optarg, &end, 10)) <= 1000 &&
+		    *end == '\0')
+			continue;
+		ctl_usage();
 	}
+	pause.tv_sec = (time_t)(ms / 1000);
+	pause.tv_nsec = (long)(ms % 1000) * 1000000L;
 	s = ctl_store(0);
 	metrics_open(ctl_cfg.db_dir);
 	/* Bounded batches keep each write transaction short. */
@@ -135,6 +148,13 @@ ctl_purge(int argc, char *argv[])
 		}
 		total += n;
 		metrics_add(METRIC_PURGED, n);
+		/*
+		 * LMDB's write lock is not fair: taken again at once, it could
+		 * shut the responders' commits out for the whole purge.  A
+		 * short pause between batches lets them in.
+		 */
+		if (n == batch && ms > 0)
+			nanosleep(&pause, NULL);
 	} while (n == batch);
 	store_close(s);
 	printf("purged: %zu\n", total);

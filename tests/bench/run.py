@@ -66,7 +66,7 @@ class Settings:
     def __init__(self):
         self.rounds = env_int("BENCH_ROUNDS", 3, 1)
         self.seconds = env_int("BENCH_SECONDS", 8, 1)
-        self.workers = env_int("BENCH_WORKERS", 4, 1)
+        self.workers = env_int("BENCH_WORKERS", 2, 1)
         self.wrk_threads = env_int("BENCH_WRK_THREADS", 2, 1)
         self.connections = env_int("BENCH_CONNECTIONS", 32, 1)
         self.latency_ms = env_int("BENCH_LATENCY_MS", 100, 0)
@@ -1215,7 +1215,8 @@ def main():
     S.runid = secrets.token_hex(4)
     S.secrets = {ACCOUNT: "sk_bench_" + secrets.token_hex(16),
                  METRICS_ACCOUNT: "sk_metrics_" + secrets.token_hex(16)}
-    S.bench_env = {"IDEM_MAP_SIZE": "4G", "IDEM_KEYS_PER_ACCOUNT": "0"}
+    S.bench_env = {"IDEM_MAP_SIZE": "4G", "IDEM_KEYS_PER_ACCOUNT": "0",
+                   "IDEM_THREADS": "128"}
     S.user_env = {k: v for k, v in os.environ.items()
                   if k.startswith("IDEM_") and k not in OWN_ENV}
     S.fp_mode = S.user_env.get("IDEM_FINGERPRINT", "canonical")
