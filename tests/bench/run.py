@@ -72,7 +72,7 @@ class Settings:
         self.latency_ms = env_int("BENCH_LATENCY_MS", 100, 0)
         self.lat_connections = env_int("BENCH_LATENCY_CONNECTIONS", 256, 1)
         self.store_seconds = env_int("BENCH_STORE_SECONDS", 3, 1)
-        self.store_threads = env_int("BENCH_STORE_THREADS", 1, 1)
+        self.store_threads = env_int("BENCH_STORE_THREADS", 16, 1)
         self.small_keys = env_int("BENCH_SMALL_KEYS", 10_000, 1)
         self.big_keys = env_int("BENCH_BIG_KEYS", 1_000_000, 1)
         self.purge_keys = env_int("BENCH_PURGE_KEYS", 1_000_000, 0)
