@@ -131,10 +131,15 @@ def parse_env_file(path):
 
 
 def proc_alive(pid):
+    """False once the process is gone or a zombie with no thread left: a
+    threaded worker's leader shows Z while its other threads still exit,
+    and its descriptors (the listening socket) are open until they have."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             stat = f.read()
-        return stat[stat.rindex(")") + 2] != "Z"
+        if stat[stat.rindex(")") + 2] != "Z":
+            return True
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
     except (OSError, ValueError):
         return False
 
@@ -812,6 +817,48 @@ def purge_run(server):
 
 # ---------------------------------------------------------------- report
 
+RETRY_RUNS = 5
+
+
+def retry_run(idem):
+    """A client that honours Retry-After (urllib3's Retry: read timeout
+    0.3 s, 409/5xx and read errors retried with the same key and body)
+    against a provider that takes 1 s: how long until it holds its 201."""
+    lines = ["The client: tests/bench/retry_client.py (urllib3 "
+             "`Retry(respect_retry_after_header=True)`, read timeout 0.3 s, "
+             "read errors, 409, 502, 503 and 504 retried with the same "
+             "Idempotency-Key and body). Provider latency 1,000 ms; one "
+             "payment at a time.", ""]
+    try:
+        import urllib3  # noqa: F401 - only to know it is there
+    except ImportError:
+        return lines + ["Not run: urllib3 is not installed for this python3."]
+    server = Server("idem-retry", idem, {"IDEM_PROVIDER_LATENCY_MS": "1000"})
+    try:
+        server.start()
+        p = subprocess.run([sys.executable, os.path.join(HERE, "retry_client.py"),
+                            str(server.port), S.secrets[ACCOUNT], str(RETRY_RUNS)],
+                           capture_output=True, text=True, timeout=300)
+        runs = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as e:
+        S.failed.append("retry")
+        return lines + [f"Failed: {str(e).strip()[:300]}"]
+    finally:
+        server.stop()
+    if not runs:
+        S.failed.append("retry")
+        return lines + ["Failed: the client printed nothing."]
+    lines += ["| run | status | seconds to the 201 | answers before it |",
+              "|---:|---:|---:|---|"]
+    for i, r in enumerate(runs, 1):
+        hist = ", ".join(str(h) if h is not None else "timeout"
+                         for h in r["retries"]) or "none"
+        lines.append(f"| {i} | {r['status']} | {r['seconds']:.2f} | {hist} |")
+    lines += ["", f"Median: {med([r['seconds'] for r in runs]):.2f} s "
+              "(a whole 30 s lease as Retry-After would make it 30.3 s)."]
+    return lines
+
+
 def write_report(path, ctx):
     cases = ctx["cases"]
     byname = {c.name: c for c in cases}
@@ -948,6 +995,11 @@ def write_report(path, ctx):
     w(f"## Purging {S.purge_keys:,} expired keys while serving")
     w("")
     for line in ctx["purge"]:
+        w(line)
+    w("")
+    w("## A client that honours Retry-After")
+    w("")
+    for line in ctx["retry"]:
         w(line)
     w("")
     w("## Memory per worker after the runs")
@@ -1288,6 +1340,7 @@ def main():
             S.failed.append("purge")
         servers["idem-purge"].stop()
     ctx["purge"] = purge_lines(purge, finfo)
+    ctx["retry"] = retry_run(idem)
     for s in servers.values():
         s.stop()
     ctx["load_after"] = loadavg()

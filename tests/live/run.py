@@ -123,10 +123,15 @@ def parse_env_file(path):
 
 
 def proc_alive(pid):
+    """False once the process is gone or a zombie with no thread left: a
+    threaded worker's leader shows Z while its other threads still exit,
+    and its descriptors (the listening socket) are open until they have."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             stat = f.read()
-        return stat[stat.rindex(")") + 2] != "Z"
+        if stat[stat.rindex(")") + 2] != "Z":
+            return True
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
     except (OSError, ValueError):
         return False
 
