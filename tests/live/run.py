@@ -1228,6 +1228,7 @@ def main():
     global DEADLINE
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", required=True, help="build directory with idem-fcgi and idemctl")
+    ap.add_argument("--suite", default="live", help="name on the closing line (default live)")
     ap.add_argument("--server", action="append", choices=SERVERS,
                     help="server to test (repeatable; default: all)")
     ap.add_argument("--workers", type=int, default=6, help="worker processes (>= 4)")
@@ -1256,7 +1257,7 @@ def main():
         if name == "lighttpd":
             run_graceful_stop(build, args)
     note(f"total: {time.monotonic() - started:.1f} s")
-    print(f"live: {RESULTS.passed} passed, {RESULTS.failed} failed", flush=True)
+    print(f"{args.suite}: {RESULTS.passed} passed, {RESULTS.failed} failed", flush=True)
     return 0 if RESULTS.failed == 0 else 1
 
 
