@@ -44,7 +44,7 @@ static struct store *
 ctl_store(int read_only)
 {
 	struct store_config sc = { ctl_cfg.db_dir, ctl_cfg.map_size, read_only,
-	    ctl_cfg.keys_per_account };
+	    ctl_cfg.keys_per_account, 0 };
 	struct store *s;
 	int rc;
 
@@ -85,7 +85,7 @@ static int
 ctl_stats(void)
 {
 	struct provider_config pc = { ctl_cfg.provider_dir, ctl_cfg.map_size,
-	    0, PROVIDER_FAIL_NONE };
+	    0, PROVIDER_FAIL_NONE, 0 };
 	struct ctl_stats st = { 0, 0, 0, 0, 0, clock_now_ms() };
 	struct provider *p;
 	struct store *s = ctl_store(0);

@@ -48,6 +48,12 @@ struct store_config {
 	 * counts from its claim until it is released or purged.
 	 */
 	uint64_t max_keys_per_scope;
+	/*
+	 * Microseconds a group commit's leader waits for more writes when
+	 * the last commit carried more than one (0: never waits).  Set by
+	 * the first handle to open the environment in this process.
+	 */
+	unsigned commit_delay_us;
 };
 
 struct store;

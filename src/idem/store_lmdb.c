@@ -40,6 +40,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <lmdb.h>
@@ -142,6 +143,8 @@ struct store_env {
 	struct store_job *queue;
 	struct store_job **queue_tail;
 	int leading;
+	size_t last_batch;          /* jobs in the last batch committed */
+	unsigned gather_us;         /* see store_config.commit_delay_us */
 };
 
 struct store {
@@ -368,6 +371,7 @@ store_env_open(const struct store_config *cfg, const struct stat *st,
 		goto fail_env;
 	}
 	e->queue_tail = &e->queue;
+	e->gather_us = cfg->commit_delay_us;
 	*out = e;
 	return 0;
 
@@ -606,6 +610,24 @@ store_batch_run(struct store *any, MDB_txn *txn, struct store_job *batch)
 }
 
 /*
+ * When the last batch carried more than one write, other writes are
+ * likely on their way: the leader waits gather_us before it takes the
+ * queue, so that they share this commit instead of each paying for the
+ * next one (PostgreSQL's commit_delay).  A lone writer never waits.
+ */
+static void
+store_gather(struct store_env *e)
+{
+	struct timespec ts;
+
+	if (e->gather_us == 0 || e->last_batch < 2)
+		return;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)e->gather_us * 1000L;
+	nanosleep(&ts, NULL);
+}
+
+/*
  * Runs fn(s, txn, arg) in the next group commit of s's environment and
  * returns its result once that commit is durable.  The first thread to
  * find no commit under way leads: it begins the write transaction, which
@@ -643,7 +665,10 @@ store_write(struct store *s, store_job_fn fn, void *arg)
 		e->leading = 1;
 		pthread_mutex_unlock(&e->mu);
 		rc = store_txn_begin(s, 1, &txn);
+		store_gather(e);
 		pthread_mutex_lock(&e->mu);
+		for (e->last_batch = 0, j = e->queue; j != NULL; j = j->next)
+			e->last_batch++;
 		batch = e->queue;
 		e->queue = NULL;
 		e->queue_tail = &e->queue;

@@ -63,10 +63,11 @@ static int
 app_open_locked(struct app *a)
 {
 	struct store_config sc = { a->cfg.db_dir, a->cfg.map_size, 0,
-	    a->cfg.keys_per_account };
+	    a->cfg.keys_per_account, a->cfg.commit_delay_us };
 	char err[PATH_MAX + 64];
 	struct provider_config pc = { a->cfg.provider_dir, a->cfg.map_size,
-	    a->cfg.provider_latency_ms, a->cfg.provider_fail };
+	    a->cfg.provider_latency_ms, a->cfg.provider_fail,
+	    a->cfg.commit_delay_us };
 	int rc;
 
 	if (a->store == NULL) {

@@ -122,6 +122,7 @@ config_load(struct config *cfg, char *err, size_t errlen)
 {
 	uint64_t ttl = 86400, lease = 30, limit = 65536, map = 32ULL << 30;
 	uint64_t latency = 0, per_account = UINT64_MAX, threads = 64;
+	uint64_t delay = 1000;
 	const char *s;
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -151,6 +152,8 @@ config_load(struct config *cfg, char *err, size_t errlen)
 	    config_u64("IDEM_KEYS_PER_ACCOUNT", 0, 0, UINT64_MAX - 1,
 	    &per_account, err, errlen) != 0 ||
 	    config_u64("IDEM_THREADS", 0, 1, 1024, &threads, err,
+	    errlen) != 0 ||
+	    config_u64("IDEM_COMMIT_DELAY_US", 0, 0, 100000, &delay, err,
 	    errlen) != 0)
 		return -1;
 	if (lease >= ttl) {
@@ -172,6 +175,7 @@ config_load(struct config *cfg, char *err, size_t errlen)
 	    map / CONFIG_KEY_SHARE;
 	cfg->provider_latency_ms = (unsigned)latency;
 	cfg->threads = (unsigned)threads;
+	cfg->commit_delay_us = (unsigned)delay;
 	s = getenv("IDEM_FINGERPRINT");
 	if (s != NULL && *s != '\0' && fp_mode_parse(s, &cfg->fp_mode) != 0) {
 		snprintf(err, errlen, "IDEM_FINGERPRINT must be \"canonical\" "

@@ -15,6 +15,7 @@
  *   IDEM_MAP_SIZE             LMDB map, bytes (K/M/G)  32G
  *   IDEM_THREADS              requests one worker      64
  *                             serves at once
+ *   IDEM_COMMIT_DELAY_US      group commit gathering   1000
  *   IDEM_KEYS_PER_ACCOUNT     live keys per account    map size / 4 KiB
  *                             (0: no bound)
  *   IDEM_FINGERPRINT          canonical | raw          canonical
@@ -46,6 +47,7 @@ struct config {
 	size_t map_size;
 	uint64_t keys_per_account;
 	unsigned threads;
+	unsigned commit_delay_us;
 	enum fp_mode fp_mode;
 	unsigned provider_latency_ms;
 	enum provider_fail provider_fail;

@@ -77,6 +77,7 @@ provider_open(const struct provider_config *cfg, struct provider **out)
 	memset(&sc, 0, sizeof(sc));
 	sc.dir = cfg->dir;
 	sc.map_size = cfg->map_size;
+	sc.commit_delay_us = cfg->commit_delay_us;
 	if ((rc = store_open(&sc, &p->ledger)) != IDEM_OK) {
 		free(p);
 		return rc;

@@ -46,6 +46,7 @@ struct provider_config {
 	size_t map_size;
 	unsigned latency_ms;  /* added to every charge call */
 	enum provider_fail fail;
+	unsigned commit_delay_us;  /* the ledger's group commits */
 };
 
 struct provider_charge {

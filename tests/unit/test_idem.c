@@ -33,7 +33,7 @@ suite_init(void)
 static void
 up(void)
 {
-	struct store_config cfg = { NULL, 0, 0, 0 };
+	struct store_config cfg = { NULL, 0, 0, 0, 0 };
 
 	harness_mkdtemp(dir, sizeof(dir));
 	cfg.dir = dir;

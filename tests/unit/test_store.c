@@ -48,7 +48,7 @@ suite_init(void)
 static void
 store_up(void)
 {
-	struct store_config cfg = { NULL, 0, 0, 0 };
+	struct store_config cfg = { NULL, 0, 0, 0, 0 };
 
 	harness_mkdtemp(dir, sizeof(dir));
 	cfg.dir = dir;
@@ -963,7 +963,7 @@ test_purge_not_blocked_by_pending(void)
 static struct store *
 open_limited(char *d, size_t dlen, uint64_t max)
 {
-	struct store_config cfg = { NULL, 0, 0, max };
+	struct store_config cfg = { NULL, 0, 0, max, 0 };
 	struct store *s = NULL;
 
 	harness_mkdtemp(d, dlen);
@@ -1038,7 +1038,7 @@ test_scope_limit(void)
 static void
 test_full_store_keeps_room_to_complete(void)
 {
-	struct store_config cfg = { NULL, SMALL_MAP, 0, 0 };
+	struct store_config cfg = { NULL, SMALL_MAP, 0, 0, 0 };
 	struct store_put put = { STORE_PAYMENTS, "pay_1", 5, "row", 3 };
 	struct rec_response resp;
 	uint8_t t[REC_TOKEN_SIZE];
@@ -1074,7 +1074,7 @@ test_full_store_keeps_room_to_complete(void)
 static void
 test_map_full(void)
 {
-	struct store_config cfg = { NULL, SMALL_MAP, 0, 0 };
+	struct store_config cfg = { NULL, SMALL_MAP, 0, 0, 0 };
 	struct rec_response resp;
 	struct store_put put = { STORE_PAYMENTS, "pay", 3, NULL, 0 };
 	struct store *s;
@@ -1150,7 +1150,7 @@ test_map_full(void)
 static void
 test_reopen_persists(void)
 {
-	struct store_config cfg = { NULL, 0, 0, 0 };
+	struct store_config cfg = { NULL, 0, 0, 0, 0 };
 	struct rec r;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
@@ -1174,7 +1174,7 @@ test_reopen_persists(void)
 static void
 test_two_handles(void)
 {
-	struct store_config cfg = { NULL, 0, 0, 0 };
+	struct store_config cfg = { NULL, 0, 0, 0, 0 };
 	struct store *s2;
 	struct rec r;
 
@@ -1202,7 +1202,7 @@ test_two_handles(void)
 static void
 test_read_only(void)
 {
-	struct store_config cfg = { NULL, 0, 1, 0 };
+	struct store_config cfg = { NULL, 0, 1, 0, 0 };
 	struct store *ro;
 	struct rec r;
 	char missing[600];
@@ -1227,7 +1227,7 @@ test_read_only(void)
 static void
 test_open_creates_dir(void)
 {
-	struct store_config cfg = { NULL, 0, 0, 0 };
+	struct store_config cfg = { NULL, 0, 0, 0, 0 };
 	struct store *s;
 	struct stat sb;
 	char nested[600];
