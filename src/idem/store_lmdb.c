@@ -108,7 +108,9 @@ static const char *const store_table_names[STORE_TABLE__MAX] = {
  * to keep: all of its writes succeeded (or, for a claim refused at its
  * scope's bound, the purge it did on the way).  A job that fails must
  * fail before it writes, or with an error that store_rc_clean does not
- * accept, which makes the batch run again one job per transaction.
+ * accept, which makes the batch run again one job per transaction: so fn
+ * may run twice, and must start each time from its arguments, not from
+ * what an earlier run left in its results.
  */
 typedef int (*store_job_fn)(struct store *s, MDB_txn *txn, void *arg,
     int *wrote);
@@ -1125,6 +1127,8 @@ store_claim_run(struct store *s, MDB_txn *txn, void *arg, int *wrote)
 	struct store_claim *out = a->out;
 	int rc, found, purged = 0;
 
+	/* A batch redone one job at a time runs this twice (store_job_fn). */
+	rec_free(&out->rec);
 	memset(out, 0, sizeof(*out));
 	/*
 	 * The caller may have looked from a read transaction already; that
@@ -1632,6 +1636,7 @@ struct store_insert_job {
 	MDB_dbi dbi;
 	MDB_val k, v;
 	struct buf *existing;
+	size_t existing_len;    /* its length before the job, for a rerun */
 };
 
 static int
@@ -1642,6 +1647,8 @@ store_insert_run(struct store *s, MDB_txn *txn, void *arg, int *wrote)
 	int rc;
 
 	(void)s;
+	if (a->existing != NULL)
+		a->existing->len = a->existing_len;
 	rc = store_err(mdb_put(txn, a->dbi, &a->k, &v, MDB_NOOVERWRITE));
 	if (rc == IDEM_EEXIST) {
 		/* On MDB_KEYEXIST LMDB points v at the stored value. */
@@ -1672,6 +1679,7 @@ store_insert_once(struct store *s, enum store_table t, const void *key,
 	a.v.mv_size = vallen;
 	a.v.mv_data = (void *)val;
 	a.existing = existing;
+	a.existing_len = existing != NULL ? existing->len : 0;
 	return store_write(s, store_insert_run, &a);
 }
 

@@ -153,16 +153,20 @@ test_threads_exactly_once(void)
 struct mixed {
 	pthread_t tid;
 	int n;
-	int failing;           /* completes (which fail) or claims only */
+	int failing;           /* completes (which fail) or claims and rows */
 	int ok, efull, other;
+	int rows_ok;           /* rows found once, their value exactly */
 };
 
 static void *
 mixed_main(void *arg)
 {
 	struct mixed *m = arg;
+	static const char cp[] = "a recovery point";
+	struct store_first first = { 1, cp, sizeof(cp) };
 	struct rec_response resp;
 	struct store_claim c;
+	struct buf existing = BUF_INIT;
 	uint8_t t[REC_TOKEN_SIZE];
 	char key[32];
 	int i, rc;
@@ -170,6 +174,17 @@ mixed_main(void *arg)
 	memset(&resp, 0, sizeof(resp));
 	resp.status = 201;
 	for (i = 0; i < NOWN; i++) {
+		/*
+		 * A row that exists: the stored value comes back once, even
+		 * when its batch is redone.
+		 */
+		if (!m->failing) {
+			buf_reset(&existing);
+			if (store_insert_once(st, STORE_LEDGER, "row", 3, "other",
+			    5, &existing) == IDEM_EEXIST && existing.len == 5 &&
+			    memcmp(existing.data, "value", 5) == 0)
+				m->rows_ok++;
+		}
 		snprintf(key, sizeof(key), "%s-%d-%d",
 		    m->failing ? "done" : "new", m->n, i);
 		token(t, m->n, i);
@@ -178,7 +193,7 @@ mixed_main(void *arg)
 			    T0 + 1, TTL);
 		else {
 			rc = store_claim(st, "acct", key, fp, t, T0, LEASE, TTL,
-			    NULL, &c);
+			    &first, &c);
 			if (rc == IDEM_OK && c.decision != ENGINE_CLAIM)
 				rc = -1;
 			rec_free(&c.rec);
@@ -190,14 +205,16 @@ mixed_main(void *arg)
 		else
 			m->other++;
 	}
+	buf_free(&existing);
 	return NULL;
 }
 
 /*
  * A write that fails halfway (here every completion, by the fault point
- * store_complete:fail, as on a full map) shares batches with claims that
- * succeed: the failing writes undo only themselves, and every claim
- * commits.
+ * store_complete:fail, as on a full map) shares batches with claims and
+ * row inserts that succeed: the failing writes undo only themselves,
+ * every claim commits, and the jobs run again alone leave no trace of
+ * their first run (no leak, no value appended twice).
  */
 static void
 test_failure_rolls_back_alone(void)
@@ -207,9 +224,11 @@ test_failure_rolls_back_alone(void)
 	struct store_claim c;
 	char key[32];
 	size_t n;
-	int i, j, claims = 0, efull = 0, other = 0;
+	int i, j, claims = 0, efull = 0, other = 0, rows = 0;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	HARNESS_EQ(store_insert_once(st, STORE_LEDGER, "row", 3, "value", 5,
+	    NULL), IDEM_OK);
 	/* Claims for the completions to fail on. */
 	for (i = 0; i < NTHREADS / 2; i++)
 		for (j = 0; j < NOWN; j++) {
@@ -233,12 +252,14 @@ test_failure_rolls_back_alone(void)
 			efull += m[i].efull;
 		else
 			claims += m[i].ok;
+		rows += m[i].rows_ok;
 		other += m[i].other + (m[i].failing ? m[i].ok : m[i].efull);
 	}
 	unsetenv("IDEM_FAULT");
 	HARNESS_EQ(other, 0);
 	HARNESS_EQ(efull, NOWN * NTHREADS / 2);
 	HARNESS_EQ(claims, NOWN * NTHREADS / 2);
+	HARNESS_EQ(rows, NOWN * NTHREADS / 2);
 	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
 	HARNESS_EQ(n, NOWN * NTHREADS);
 }
