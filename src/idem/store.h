@@ -33,7 +33,7 @@
 
 enum store_table {
 	STORE_PAYMENTS = 0, /* application: payment id -> payment row */
-	STORE_BY_ACCOUNT,   /* application: scope NUL time id -> payment id */
+	STORE_BY_ACCOUNT,   /* application: scope NUL time id -> (empty) */
 	STORE_LEDGER,       /* the simulated provider's charges */
 	STORE_TABLE__MAX
 };

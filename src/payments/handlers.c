@@ -463,8 +463,9 @@ pay_succeed(struct app *a, struct app_note *note, const char *scope,
 	}
 	puts[0] = (struct store_put){ STORE_PAYMENTS, cp->id, PAY_ID_LEN,
 	    row.data, row.len };
+	/* The id ends the index key already: the entry needs no value. */
 	puts[1] = (struct store_put){ STORE_BY_ACCOUNT, idx.data, idx.len,
-	    cp->id, PAY_ID_LEN };
+	    NULL, 0 };
 	pay_complete(a, note, scope, key, token, puts, 2, PAY_EFFECT_CHARGED,
 	    resp);
 out:
@@ -801,12 +802,21 @@ pay_collect(void *ctx, const void *key, size_t keylen, const void *val,
     size_t vallen)
 {
 	struct pay_ids *p = ctx;
+	const char *id;
 
-	(void)key;
-	(void)keylen;
-	if (vallen != PAY_ID_LEN || p->n > PAY_LIST_MAX)
+	/*
+	 * The id is the key's last PAY_ID_LEN bytes; entries written before
+	 * that was relied on also carry it as their value.
+	 */
+	if (vallen == PAY_ID_LEN)
+		id = val;
+	else if (vallen == 0 && keylen > PAY_ID_LEN)
+		id = (const char *)key + keylen - PAY_ID_LEN;
+	else
 		return 1;
-	memcpy(p->ids[p->n], val, PAY_ID_LEN);
+	if (p->n > PAY_LIST_MAX)
+		return 1;
+	memcpy(p->ids[p->n], id, PAY_ID_LEN);
 	p->ids[p->n][PAY_ID_LEN] = '\0';
 	p->n++;
 	return 0;
