@@ -262,13 +262,13 @@ server_give_turn(struct server_thread *t)
 	pthread_mutex_unlock(&server_mu);
 }
 
+/* The thread left its loop: server_drain may stop waiting for it. */
 static void
-server_set(struct server_thread *t, int *field, int v)
+server_gone(struct server_thread *t)
 {
 	pthread_mutex_lock(&server_mu);
-	*field = v;
-	if (field == &t->gone)
-		pthread_cond_signal(&server_cv);
+	t->gone = 1;
+	pthread_cond_signal(&server_cv);
 	pthread_mutex_unlock(&server_mu);
 }
 
@@ -281,7 +281,7 @@ server_thread_main(void *arg)
 
 	if (FCGX_InitRequest(&rq, 0, FCGI_FAIL_ACCEPT_ON_INTR) != 0) {
 		fprintf(stderr, "idem: FastCGI request set-up failed\n");
-		server_set(t, &t->gone, 1);
+		server_gone(t);
 		return NULL;
 	}
 	while (server_take_turn(t) == 0) {
@@ -301,7 +301,7 @@ server_thread_main(void *arg)
 		FCGX_Finish_r(&rq);
 	}
 	FCGX_Free(&rq, 1);
-	server_set(t, &t->gone, 1);
+	server_gone(t);
 	return NULL;
 }
 

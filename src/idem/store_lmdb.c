@@ -1796,9 +1796,16 @@ store_key_split(const MDB_val *k, char *out, const char **scope,
 	return IDEM_OK;
 }
 
-/* IDEM_ECORRUPT, after the records before it, at a record it cannot read. */
-int
-store_each(struct store *s, store_each_fn fn, void *ctx)
+/*
+ * Calls fn for each record named by the keys of database dbi, in key
+ * order, from one read transaction.  dbi is keys itself (every record),
+ * or the pending index, whose records are looked up and passed on only
+ * while pending (an entry cannot outlive that: it changes with its
+ * record).  IDEM_ECORRUPT, after the records before it, at a record it
+ * cannot read.
+ */
+static int
+store_walk(struct store *s, MDB_dbi dbi, store_each_fn fn, void *ctx)
 {
 	char names[STORE_KEY_BUF + 1];
 	const char *scope, *key;
@@ -1806,24 +1813,30 @@ store_each(struct store *s, store_each_fn fn, void *ctx)
 	MDB_cursor *c;
 	MDB_val k, v;
 	struct rec r;
-	int rc, stop;
+	int rc, stop = 0, index = dbi != s->e->keys;
 
 	if (fn == NULL)
 		return IDEM_EINVAL;
 	if ((rc = store_txn_begin(s, 0, &txn)) != IDEM_OK)
 		return rc;
-	if ((rc = store_err(mdb_cursor_open(txn, s->e->keys, &c))) != IDEM_OK)
+	if ((rc = store_err(mdb_cursor_open(txn, dbi, &c))) != IDEM_OK)
 		goto fail_txn;
 	rc = store_err(mdb_cursor_get(c, &k, &v, MDB_FIRST));
-	while (rc == IDEM_OK) {
-		if ((rc = store_key_split(&k, names, &scope, &key)) !=
-		    IDEM_OK ||
-		    (rc = rec_decode(v.mv_data, v.mv_size, &r)) != IDEM_OK)
+	while (rc == IDEM_OK && !stop) {
+		if ((rc = store_key_split(&k, names, &scope, &key)) != IDEM_OK)
 			break;
-		stop = fn(ctx, scope, key, &r);
-		rec_free(&r);
-		if (stop != 0)
+		if (index && (rc = store_err(mdb_get(txn, s->e->keys, &k,
+		    &v))) != IDEM_OK && rc != IDEM_ENOTFOUND)
 			break;
+		if (rc == IDEM_OK) {
+			if ((rc = rec_decode(v.mv_data, v.mv_size, &r)) !=
+			    IDEM_OK)
+				break;
+			if (!index || (r.state == REC_IN_PROGRESS &&
+			    r.stage != 0))
+				stop = fn(ctx, scope, key, &r);
+			rec_free(&r);
+		}
 		rc = store_err(mdb_cursor_get(c, &k, &v, MDB_NEXT));
 	}
 	if (rc == IDEM_ENOTFOUND)
@@ -1834,51 +1847,16 @@ fail_txn:
 	return rc;
 }
 
-/*
- * IDEM_ECORRUPT at an entry whose record cannot be read; an entry whose
- * record is gone or no longer pending is skipped (it cannot be: the
- * index changes with the record).
- */
+int
+store_each(struct store *s, store_each_fn fn, void *ctx)
+{
+	return store_walk(s, s->e->keys, fn, ctx);
+}
+
 int
 store_each_pending(struct store *s, store_each_fn fn, void *ctx)
 {
-	char names[STORE_KEY_BUF + 1];
-	const char *scope, *key;
-	MDB_txn *txn;
-	MDB_cursor *c;
-	MDB_val k, v;
-	struct rec r;
-	int rc, stop = 0;
-
-	if (fn == NULL)
-		return IDEM_EINVAL;
-	if ((rc = store_txn_begin(s, 0, &txn)) != IDEM_OK)
-		return rc;
-	if ((rc = store_err(mdb_cursor_open(txn, s->e->pending, &c))) !=
-	    IDEM_OK)
-		goto fail_txn;
-	rc = store_err(mdb_cursor_get(c, &k, &v, MDB_FIRST));
-	while (rc == IDEM_OK && !stop) {
-		if ((rc = store_key_split(&k, names, &scope, &key)) != IDEM_OK)
-			break;
-		rc = store_err(mdb_get(txn, s->e->keys, &k, &v));
-		if (rc == IDEM_OK) {
-			if ((rc = rec_decode(v.mv_data, v.mv_size, &r)) !=
-			    IDEM_OK)
-				break;
-			if (r.state == REC_IN_PROGRESS && r.stage != 0)
-				stop = fn(ctx, scope, key, &r);
-			rec_free(&r);
-		} else if (rc != IDEM_ENOTFOUND)
-			break;
-		rc = store_err(mdb_cursor_get(c, &k, &v, MDB_NEXT));
-	}
-	if (rc == IDEM_ENOTFOUND)
-		rc = IDEM_OK;
-	mdb_cursor_close(c);
-fail_txn:
-	mdb_txn_abort(txn);
-	return rc;
+	return store_walk(s, s->e->pending, fn, ctx);
 }
 
 int
