@@ -7,8 +7,9 @@
 int
 idem_begin(struct store *s, const char *scope, const char *key,
     const uint8_t fp[FP_SIZE], uint64_t now_ms, const struct idem_policy *pol,
-    const struct store_first *first, struct idem_claim *out)
+    idem_first_fn first, void *first_ctx, struct idem_claim *out)
 {
+	struct store_first fr, *frp = NULL;
 	struct store_claim sc;
 	int rc;
 
@@ -29,10 +30,16 @@ idem_begin(struct store *s, const char *scope, const char *key,
 	} else if (rc != IDEM_ENOTFOUND)
 		return rc;
 
+	if (first != NULL) {
+		memset(&fr, 0, sizeof(fr));
+		if ((rc = first(first_ctx, &fr)) != IDEM_OK)
+			return rc;
+		frp = &fr;
+	}
 	crypto_random(out->token, sizeof(out->token));
 	memset(&sc, 0, sizeof(sc));
 	rc = store_claim(s, scope, key, fp, out->token, now_ms, pol->lease_ms,
-	    pol->ttl_ms, first, &sc);
+	    pol->ttl_ms, frp, &sc);
 	if (rc != IDEM_OK) {
 		out->retry_after = sc.retry_after;
 		return rc;

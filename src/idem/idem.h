@@ -33,16 +33,25 @@ struct idem_policy {
 };
 
 /*
+ * Fills *out with the recovery point a fresh claim starts with (its bytes
+ * must live until idem_begin returns).  idem_begin calls it only when it
+ * is about to claim, never for a replay, a conflict or a mismatch, so
+ * the work of making a point (a new payment id) is not done for those.
+ * Returns IDEM_OK, or an error that idem_begin returns.
+ */
+typedef int (*idem_first_fn)(void *ctx, struct store_first *out);
+
+/*
  * Decides and, where it should, claims (scope, key) for a request whose
- * fingerprint is fp, at now_ms; a fresh claim starts at first's recovery
- * point (NULL: none, stage 0).  Returns IDEM_OK with out filled (free
- * out->rec with rec_free), or a store error, after which nothing is
- * claimed: IDEM_ELIMIT (the scope holds as many live keys as it may)
- * comes with out->retry_after.
+ * fingerprint is fp, at now_ms; a fresh claim starts at the recovery
+ * point first makes (first NULL: none, stage 0).  Returns IDEM_OK with
+ * out filled (free out->rec with rec_free), or a store error, after which
+ * nothing is claimed: IDEM_ELIMIT (the scope holds as many live keys as
+ * it may) comes with out->retry_after.
  */
 int idem_begin(struct store *s, const char *scope, const char *key,
     const uint8_t fp[FP_SIZE], uint64_t now_ms, const struct idem_policy *pol,
-    const struct store_first *first, struct idem_claim *out);
+    idem_first_fn first, void *first_ctx, struct idem_claim *out);
 
 /*
  * For an ENGINE_CONFLICT: the seconds a duplicate should wait, from how

@@ -485,6 +485,31 @@ pay_cp_new(struct pay_cp *cp)
 	cp->created_ms = clock_now_ms();
 }
 
+/* The recovery point a fresh payment's claim starts with. */
+struct pay_first {
+	struct pay_cp cp;
+	struct buf bytes;
+};
+
+/*
+ * Makes the recovery point (a new id and the time) for idem_begin, which
+ * asks only when it is about to claim: a replay or a 409 makes none.
+ */
+static int
+pay_first_make(void *ctx, struct store_first *out)
+{
+	struct pay_first *f = ctx;
+	int rc;
+
+	pay_cp_new(&f->cp);
+	buf_reset(&f->bytes);
+	if ((rc = pay_cp_encode(&f->cp, &f->bytes)) != IDEM_OK)
+		return rc;
+	*out = (struct store_first){ PAY_STAGE_CHARGE_REQUESTED, f->bytes.data,
+	    f->bytes.len };
+	return IDEM_OK;
+}
+
 /*
  * The payment's id and time as the claim holds them: written with the
  * claim (or by the attempt that was taken over), so a take-over after a
@@ -632,11 +657,10 @@ pay_post(struct app *a, struct app_note *note, const struct request *req,
 {
 	struct idem_policy pol = { a->cfg.lease_ms, a->cfg.ttl_ms };
 	struct json_value *doc = NULL;
-	struct buf canon = BUF_INIT, cpbuf = BUF_INIT;
-	struct store_first first;
+	struct buf canon = BUF_INIT;
+	struct pay_first first = { .bytes = BUF_INIT };
 	struct idem_claim c;
 	struct pay_order o;
-	struct pay_cp cp;
 	enum key_status ks;
 	enum json_status js;
 	char key[KEY_MAX + 1], err[160], invalid[256];
@@ -679,27 +703,18 @@ pay_post(struct app *a, struct app_note *note, const struct request *req,
 		fp_compute(FP_RAW, req->method, req->path, req->query,
 		    req->body.data, req->body.len, fp);
 	/*
-	 * A valid payment gets its id and time now, so that the claim records
-	 * them in its own write: two writes per payment (claim, completion),
-	 * not three.  Its validity is only acted on after the claim, keeping
-	 * the check order (the store's answers come first).
+	 * A valid payment's claim records its id and time in its own write:
+	 * two writes per payment (claim, completion), not three.  Validity is
+	 * only acted on after the claim, keeping the check order (the store's
+	 * answers come first).
 	 */
 	valid = pay_order_parse(doc, &o, invalid, sizeof(invalid)) == 0;
-	if (valid) {
-		pay_cp_new(&cp);
-		if (pay_cp_encode(&cp, &cpbuf) != IDEM_OK) {
-			problem_build(resp, PROBLEM_INTERNAL, "Out of memory.");
-			goto out;
-		}
-		first = (struct store_first){ PAY_STAGE_CHARGE_REQUESTED,
-		    cpbuf.data, cpbuf.len };
-	}
 	if ((rc = app_ensure_open(a)) == IDEM_OK && a->have_secret)
 		keyhash_compute(a->secret, scope, key, note->keyhash);
 	start = clock_now_ms();
 	if (rc == IDEM_OK)
 		rc = idem_begin(a->store, scope, key, fp, start, &pol,
-		    valid ? &first : NULL, &c);
+		    valid ? pay_first_make : NULL, &first, &c);
 	if (rc == IDEM_ELIMIT) {
 		note->outcome = "limited";
 		pay_limit(a, resp, c.retry_after);
@@ -737,7 +752,7 @@ pay_post(struct app *a, struct app_note *note, const struct request *req,
 	}
 out:
 	rec_free(&c.rec);
-	buf_free(&cpbuf);
+	buf_free(&first.bytes);
 	buf_free(&canon);
 	json_free(doc);
 }
