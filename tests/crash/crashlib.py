@@ -10,6 +10,7 @@ import socket
 import time
 
 from lib import servers
+from lib.web import Reply
 from lib.common import (DEADLINE, HOST, REPLAY_EXEMPT, Results,
                         has_sanitizer_report, note)
 
@@ -72,20 +73,8 @@ def print_table(title, header, rows):
     print(flush=True)
 
 
-class Answer:
+class Answer(Reply):
     """One HTTP answer, from CGI output or a socket: status, headers, body."""
-
-    def __init__(self, status, headers, body):
-        self.status = status
-        self.headers = headers              # list of (name, value)
-        self.body = body
-
-    def header(self, name):
-        name = name.lower()
-        for k, v in self.headers:
-            if k.lower() == name:
-                return v
-        return None
 
     @property
     def replayed(self):
