@@ -15,8 +15,8 @@ import subprocess
 import tempfile
 import time
 
-from lib.common import (DEADLINE, HOST, free_port, kill_pids, note, pids_of_exe,
-                        reap, tail, wait_gone)
+from lib.common import (DEADLINE, HOST, free_port, kill_pids, note,
+                        pids_of_exe, reap, tail, wait_gone)
 from lib.web import http_request
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
