@@ -140,7 +140,7 @@ idem_now_ms(const struct idem *idem)
 
 /*
  * The whole lease is the longest a duplicate may have to wait, not the
- * likely wait: a payment that takes a second holds a 30-second lease.  A
+ * likely wait: a request that takes a second holds a 30-second lease.  A
  * client that honours Retry-After should come back about when the first
  * request is done, so the answer is the typical run time measured by
  * every worker, less what this run has had already, rounded up to whole

@@ -107,7 +107,7 @@ struct store_claim {
 /*
  * The recovery point a fresh claim starts with, written in the claim's
  * own transaction: a request that knows before it claims what it will
- * record (a payment's id and time) saves a write of its own.
+ * record (an id and a time) saves a write of its own.
  */
 struct store_first {
 	uint32_t stage;
