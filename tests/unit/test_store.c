@@ -111,12 +111,12 @@ response(struct rec_response *r)
 	memset(r, 0, sizeof(*r));
 	r->status = 201;
 	r->nheaders = 3;
-	r->headers[0].name = "Content-Type";
-	r->headers[0].value = "application/json";
-	r->headers[1].name = "Location";
-	r->headers[1].value = "/payments/pay_1";
-	r->headers[2].name = "ETag";
-	r->headers[2].value = "\"v1\"";
+	r->headers[0].name = (char *)"Content-Type";
+	r->headers[0].value = (char *)"application/json";
+	r->headers[1].name = (char *)"Location";
+	r->headers[1].value = (char *)"/payments/pay_1";
+	r->headers[2].name = (char *)"ETag";
+	r->headers[2].value = (char *)"\"v1\"";
 	r->body = (uint8_t *)body_bin;
 	r->bodylen = sizeof(body_bin);
 }
