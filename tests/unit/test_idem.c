@@ -272,7 +272,8 @@ copy_start(void *ctx, struct idem_start *out)
 static void
 test_release_and_abandon(void)
 {
-	struct idem_start st = { 0, NULL, 0, put_hook, "reserved" };
+	static char reserved[] = "reserved";
+	struct idem_start st = { 0, NULL, 0, put_hook, reserved };
 	struct idem_call *c;
 	void *val;
 	size_t len;
@@ -290,7 +291,7 @@ test_release_and_abandon(void)
 	 */
 	HARNESS_EQ(idem_release(c, respond_hook, NULL), IDEM_EINVAL);
 	/* ...and the release's hook undoes it with the release. */
-	HARNESS_EQ(idem_release(c, del_hook, "reserved"), IDEM_OK);
+	HARNESS_EQ(idem_release(c, del_hook, reserved), IDEM_OK);
 	idem_call_free(c);
 	HARNESS_EQ(idem_row_get(idem, "rows", "reserved", 8, &val, &len),
 	    IDEM_ENOTFOUND);
