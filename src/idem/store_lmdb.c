@@ -305,10 +305,6 @@ lstore_env_open(const struct store_config *cfg, const struct stat *st,
 	e->read_only = cfg->read_only;
 	if ((rc = pthread_mutex_init(&e->mu, NULL)) != 0)
 		goto fail_env;
-	if ((rc = pthread_cond_init(&e->cv, NULL)) != 0) {
-		pthread_mutex_destroy(&e->mu);
-		goto fail_env;
-	}
 	e->queue_tail = &e->queue;
 	e->gather_us = cfg->commit_delay_us;
 	*out = e;
@@ -424,7 +420,6 @@ lstore_close(struct store *base)
 	 */
 	if (e->pid == getpid()) {
 		mdb_env_close(e->env);
-		pthread_cond_destroy(&e->cv);
 		pthread_mutex_destroy(&e->mu);
 	}
 	free(e);
@@ -574,6 +569,51 @@ lstore_gather(struct store_env *e)
 }
 
 /*
+ * One group commit, led by the calling thread, which holds e->mu on entry
+ * and on return (it is let go while the batch runs).  Every job of the
+ * batch is marked done and its thread woken; then the job now at the head
+ * of the queue, if any, is woken to lead the next commit.
+ */
+static void
+lstore_lead(struct lstore *s)
+{
+	struct store_env *e = s->e;
+	struct store_job *batch, *j, *next;
+	MDB_txn *txn;
+	int rc;
+
+	e->leading = 1;
+	pthread_mutex_unlock(&e->mu);
+	rc = lstore_txn_begin(s, 1, &txn);
+	lstore_gather(e);
+	pthread_mutex_lock(&e->mu);
+	for (e->last_batch = 0, j = e->queue; j != NULL; j = j->next)
+		e->last_batch++;
+	batch = e->queue;
+	e->queue = NULL;
+	e->queue_tail = &e->queue;
+	pthread_mutex_unlock(&e->mu);
+	if (rc == IDEM_OK)
+		lstore_batch_run(s, txn, batch);
+	else
+		for (j = batch; j != NULL; j = j->next)
+			j->rc = rc;
+	pthread_mutex_lock(&e->mu);
+	for (j = batch; j != NULL; j = next) {
+		/*
+		 * j may be gone once its thread sees done, which it can only
+		 * after e->mu is let go: read next and signal before that.
+		 */
+		next = j->next;
+		j->done = 1;
+		pthread_cond_signal(&j->cv);
+	}
+	e->leading = 0;
+	if (e->queue != NULL)
+		pthread_cond_signal(&e->queue->cv);
+}
+
+/*
  * Runs fn(s, txn, arg) in the next group commit of s's environment and
  * returns its result once that commit is durable.  The first thread to
  * find no commit under way leads: it begins the write transaction, which
@@ -585,13 +625,16 @@ lstore_gather(struct store_env *e)
  * ones share one sync: group commit without a thread of its own, the
  * same in a single-threaded CGI process.  The write transaction stays on
  * the leader's thread from begin to commit, as LMDB requires.
+ *
+ * Each job waits on a condition of its own: a commit wakes the threads
+ * whose jobs it carried and the one job at the head of the queue, which
+ * leads next, rather than every waiting thread of the process.
  */
 int
 lstore_write(struct lstore *s, store_job_fn fn, void *arg)
 {
 	struct store_env *e = s->e;
-	struct store_job job, *batch, *j, *next;
-	MDB_txn *txn;
+	struct store_job job;
 	int rc;
 
 	if (s->read_only)
@@ -600,40 +643,20 @@ lstore_write(struct lstore *s, store_job_fn fn, void *arg)
 	job.s = s;
 	job.fn = fn;
 	job.arg = arg;
+	if ((rc = pthread_cond_init(&job.cv, NULL)) != 0)
+		return IDEM_ENOMEM;
 	pthread_mutex_lock(&e->mu);
 	*e->queue_tail = &job;
 	e->queue_tail = &job.next;
 	while (!job.done) {
 		if (e->leading) {
-			pthread_cond_wait(&e->cv, &e->mu);
+			pthread_cond_wait(&job.cv, &e->mu);
 			continue;
 		}
-		e->leading = 1;
-		pthread_mutex_unlock(&e->mu);
-		rc = lstore_txn_begin(s, 1, &txn);
-		lstore_gather(e);
-		pthread_mutex_lock(&e->mu);
-		for (e->last_batch = 0, j = e->queue; j != NULL; j = j->next)
-			e->last_batch++;
-		batch = e->queue;
-		e->queue = NULL;
-		e->queue_tail = &e->queue;
-		pthread_mutex_unlock(&e->mu);
-		if (rc == IDEM_OK)
-			lstore_batch_run(s, txn, batch);
-		else
-			for (j = batch; j != NULL; j = j->next)
-				j->rc = rc;
-		pthread_mutex_lock(&e->mu);
-		for (j = batch; j != NULL; j = next) {
-			/* j may be gone as soon as done is seen: read next first. */
-			next = j->next;
-			j->done = 1;
-		}
-		e->leading = 0;
-		pthread_cond_broadcast(&e->cv);
+		lstore_lead(s);
 	}
 	pthread_mutex_unlock(&e->mu);
+	pthread_cond_destroy(&job.cv);
 	return job.rc;
 }
 

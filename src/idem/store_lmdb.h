@@ -102,6 +102,7 @@ struct store_job {
 	int rc;
 	int wrote;
 	int done;
+	pthread_cond_t cv;  /* signalled when done, or when it is to lead */
 };
 
 /* An application table of an environment. */
@@ -139,7 +140,6 @@ struct store_env {
 	size_t ntables;
 	/* Group commit (lstore_write): jobs queued, and whether one leads. */
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
 	struct store_job *queue;
 	struct store_job **queue_tail;
 	int leading;
