@@ -78,6 +78,12 @@ order_pick(void)
 	return &orders[sim_below(3) ? sim_below(6) : sim_below(n)];
 }
 
+int
+sim_client_index(const struct sim_client *cl)
+{
+	return cl != NULL ? cl->idx : -1;
+}
+
 void
 client_deliver(struct sim_req *rq, const struct sim_resp *r)
 {

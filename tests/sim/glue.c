@@ -1,10 +1,12 @@
 /*
  * glue.c: the application opened on the simulation store and provider.
  *
- * The store (simstore.c) and the provider (simprov.c) implement the same
- * interfaces as store_lmdb.c and provider.c and are linked in their place;
- * the clock and fault points (simenv.c) replace fault.c.  Each worker gets
- * its own struct app, as each worker process has its own.
+ * The provider (simprov.c) implements provider.h and is linked in place
+ * of provider.c; the clock and fault points (simenv.c) replace fault.c;
+ * the store is the simulation store (simstore.c) or the real LMDB store
+ * with yields around its operations (lmdbwrap.c), whichever the binary
+ * was linked with (backend_*).  Each worker gets its own struct app, as
+ * each worker process has its own.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -17,9 +19,6 @@
 #include "handlers.h"
 #include "sim.h"
 #include "simprov.h"
-#include "simstore.h"
-
-static struct store *purger;
 
 static void
 glue_config(struct config *cfg)
@@ -34,30 +33,10 @@ glue_config(struct config *cfg)
 	strcpy(cfg->problem_base, "/problems/");
 }
 
-void
-glue_world_begin(void)
-{
-	struct store_config sc = { "sim", 0, 0, 0, 0 };
-
-	simstore_reset();
-	simprov_reset();
-	if (store_open(&sc, &purger) != IDEM_OK)
-		abort();
-}
-
-void
-glue_world_end(void)
-{
-	store_close(purger);
-	purger = NULL;
-	simstore_reset();
-	simprov_reset();
-}
-
 void *
 glue_app_open(int worker)
 {
-	struct store_config sc = { "sim", 0, 0, 0, 0 };
+	struct store_config sc;
 	struct provider_config pc = { "sim", 0, 0, PROVIDER_FAIL_NONE, 0 };
 	struct app *a;
 
@@ -65,6 +44,8 @@ glue_app_open(int worker)
 	if ((a = calloc(1, sizeof(*a))) == NULL)
 		abort();
 	glue_config(&a->cfg);
+	backend_store_config(&sc);
+	a->cfg.keys_per_account = sc.max_keys_per_scope;
 	if (pthread_mutex_init(&a->open_mu, NULL) != 0 ||
 	    store_open(&sc, &a->store) != IDEM_OK ||
 	    provider_open(&pc, &a->provider) != IDEM_OK)
@@ -92,16 +73,4 @@ glue_app_handle(void *app, enum req_status st, const struct request *req,
     struct response *resp)
 {
 	app_handle(app, st, req, resp);
-}
-
-int
-glue_purge(uint64_t now_ms, size_t max, size_t *purged)
-{
-	return store_purge(purger, now_ms, max, purged);
-}
-
-int
-truth_lookup(const char *scope, const char *key, struct rec *out)
-{
-	return simstore_peek(scope, key, out);
 }

@@ -70,6 +70,7 @@ struct profile {
 	uint32_t outage_ppm, decline_ppm, prov_lost_ppm, prov_slow_ppm;
 	uint32_t dup_ppm;          /* a request is sent twice at once */
 	uint32_t giveup_ppm, late_ppm, reuse_ppm, probe_ppm;
+	uint64_t keys_per_account;  /* LMDB only: the per-scope bound */
 	int purge;
 };
 
@@ -161,6 +162,7 @@ int sim_resp_same(const struct sim_resp *a, const struct sim_resp *b);
 void client_start_all(void);
 /* Hands a request's answer to its client, if it still waits for it. */
 void client_deliver(struct sim_req *rq, const struct sim_resp *r);
+int sim_client_index(const struct sim_client *cl);
 
 /* Requests (world.c): runs rq on a live worker; 0, or -1 if none is up. */
 struct sim_req *sim_req_new(void);

@@ -32,6 +32,8 @@
 #include "sim.h"
 #include "store.h"
 #include "simstore.h"
+#include "glue.h"
+#include "simprov.h"
 
 #define T_RECORDS STORE_TABLE__MAX   /* scope NUL key -> encoded record */
 #define TXN_MAX 16
@@ -757,4 +759,53 @@ int
 store_count_keys(struct store *s, size_t *n)
 {
 	return store_count(s, (enum store_table)T_RECORDS, n);
+}
+
+/* The backend functions of glue.h, for the simulation store. */
+static struct store *purger;
+
+const char *
+backend_name(void)
+{
+	return "sim";
+}
+
+void
+backend_store_config(struct store_config *sc)
+{
+	memset(sc, 0, sizeof(*sc));
+	sc->dir = "sim";
+}
+
+void
+glue_world_begin(void)
+{
+	struct store_config sc;
+
+	backend_store_config(&sc);
+	simstore_reset();
+	simprov_reset();
+	if (store_open(&sc, &purger) != IDEM_OK)
+		abort();
+}
+
+void
+glue_world_end(void)
+{
+	store_close(purger);
+	purger = NULL;
+	simstore_reset();
+	simprov_reset();
+}
+
+int
+glue_purge(uint64_t now_ms, size_t max, size_t *purged)
+{
+	return store_purge(purger, now_ms, max, purged);
+}
+
+int
+truth_lookup(const char *scope, const char *key, struct rec *out)
+{
+	return simstore_peek(scope, key, out);
 }

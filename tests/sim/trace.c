@@ -39,13 +39,14 @@ trace(const char *fmt, ...)
 	if (W.cur == NULL)
 		who = "sched";
 	else {
-		snprintf(whobuf, sizeof(whobuf), "%s%d%s%d",
-		    W.cur->kind == CO_CLIENT ? "client#" :
-		    W.cur->kind == CO_PURGER ? "purger#" : "req#", W.cur->id,
-		    W.cur->worker >= 0 ? "@w" : "", W.cur->worker >= 0 ?
-		    W.cur->worker : 0);
-		if (W.cur->worker < 0)
-			whobuf[strcspn(whobuf, "@")] = '\0';
+		if (W.cur->kind == CO_REQUEST && W.cur->req != NULL)
+			snprintf(whobuf, sizeof(whobuf), "r%d@w%d",
+			    W.cur->req->id, W.cur->worker);
+		else if (W.cur->kind == CO_CLIENT)
+			snprintf(whobuf, sizeof(whobuf), "client %d",
+			    sim_client_index(W.cur->cl));
+		else
+			snprintf(whobuf, sizeof(whobuf), "purger");
 		who = whobuf;
 	}
 	n = snprintf(line, TRACE_WIDTH, "%6" PRIu64 " t=%-12" PRIu64 " %-14s ",

@@ -495,6 +495,7 @@ profile_draw(struct profile *p)
 	p->late_ppm = PICK(0, 50000, 200000);
 	p->reuse_ppm = PICK(0, 100000, 300000);
 	p->probe_ppm = PICK(0, 200000);
+	p->keys_per_account = PICK(0, 0, 4, 16);
 	p->purge = (int)sim_below(2);
 }
 
@@ -550,16 +551,18 @@ sim_run(uint64_t seed, int verbose, uint64_t *steps)
 	W.now = 1700000000000ULL + sim_below(1000000000ULL);
 	trace_reset();
 	profile_draw(&W.pf);
-	trace("seed %" PRIu64 ": %d workers, %d accounts x %d clients x %d "
+	trace("seed %" PRIu64 " on the %s store: %d workers, %d accounts x %d clients x %d "
 	    "ops; crash %u ppm, crash at %s %u ppm, lost %u, jump %u, store "
 	    "fail %u, outage %u, decline %u, provider lost %u, slow %u, dup "
-	    "%u, give up %u, late %u, reuse %u, probe %u, purge %d", seed,
+	    "%u, give up %u, late %u, reuse %u, probe %u, purge %d, keys per "
+	    "account %" PRIu64, seed, backend_name(),
 	    W.pf.workers, W.pf.accounts, W.pf.clients, W.pf.ops,
 	    W.pf.crash_ppm, W.pf.fault_target, W.pf.fault_crash_ppm,
 	    W.pf.lost_ppm, W.pf.jump_ppm, W.pf.store_fail_ppm,
 	    W.pf.outage_ppm, W.pf.decline_ppm, W.pf.prov_lost_ppm,
 	    W.pf.prov_slow_ppm, W.pf.dup_ppm, W.pf.giveup_ppm, W.pf.late_ppm,
-	    W.pf.reuse_ppm, W.pf.probe_ppm, W.pf.purge);
+	    W.pf.reuse_ppm, W.pf.probe_ppm, W.pf.purge,
+	    W.pf.keys_per_account);
 	glue_world_begin();
 	for (w = 0; w < W.pf.workers; w++)
 		worker_start(w);
