@@ -15,7 +15,7 @@
 #include "sim.h"
 
 #define TRACE_LINES 4096
-#define TRACE_WIDTH 200
+#define TRACE_WIDTH 400
 
 static char ring[TRACE_LINES][TRACE_WIDTH];
 static size_t head, count;
