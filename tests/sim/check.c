@@ -320,7 +320,13 @@ check_payment_row(const char *scope, const char *key,
 		if (++c->rows > 1)
 			violation("charge %s of %s key %s recorded in %d "
 			    "payments", chid, scope, key, c->rows);
-		c->recorded_ms = now_ms;
+		/*
+		 * When it committed, not the time the handler passed: the
+		 * key must live a TTL after its answer was stored, however
+		 * long the write waited after the handler read the clock.
+		 */
+		c->recorded_ms = W.now;
+		(void)now_ms;
 	}
 	o = owner_add(id, scope);
 	if (o->body != NULL)

@@ -7,6 +7,8 @@
  *                               random schedules for a time; each failing
  *                               seed is printed with its trace
  *   sim regress FILE            the seeds listed in FILE (regressions)
+ *                               for this binary's store ("SEED sim" or
+ *                               "SEED lmdb" lines)
  *
  * The closing line of sweep and regress is "sim: N passed, N failed"
  * (schedules), after a summary of seeds, steps, faults and seeds/s.  With
@@ -21,6 +23,7 @@
 #include <unistd.h>
 
 #include "crypto.h"
+#include "glue.h"
 #include "problem.h"
 #include "sim.h"
 
@@ -178,6 +181,11 @@ regress(const char *path)
 		if (line[0] < '0' || line[0] > '9')
 			continue;
 		seed = strtoull(line, &end, 10);
+		/* "SEED BACKEND ...": a seed names a schedule on one backend. */
+		while (*end == ' ' || *end == '\t')
+			end++;
+		if (strncmp(end, backend_name(), strlen(backend_name())) != 0)
+			continue;
 		(void)one(seed, 0, &t);
 	}
 	fclose(f);
