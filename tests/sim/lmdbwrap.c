@@ -4,10 +4,10 @@
  * The application's calls to the store are routed through these wrappers
  * (the linker's --wrap: a call to store_claim from handlers.c or idem.c
  * lands in __wrap_store_claim, which calls the real one as
- * __real_store_claim), so each operation yields before it runs and after
+ * __real_store_claim, so each operation yields before it runs and after
  * it commits, exactly as the simulation store does, while the store's own
  * code runs unchanged: its transactions, group commit (always a batch of
- * one here: there is one thread), indexes, quota and purge.  Nothing
+ * one here: there is one thread)), indexes, quota and purge.  Nothing
  * yields inside a transaction, so LMDB's write lock is never held across
  * a yield.  Each schedule gets a fresh environment in a directory on
  * /dev/shm (syncs cost nothing there; LMDB's crash safety is LMDB's to
@@ -27,6 +27,13 @@
 #include "store.h"
 
 static char dir[64];
+static int real_rc;
+
+/*
+ * Calls the real store with yields off (sim_yield does nothing while
+ * W.in_store is set), whatever the store calls inside.
+ */
+#define REAL(call) (W.in_store = 1, real_rc = (call), W.in_store = 0, real_rc)
 static struct store *purger;
 
 int __real_store_lookup(struct store *, const char *, const char *,
@@ -74,7 +81,7 @@ __wrap_store_lookup(struct store *s, const char *scope, const char *key,
     struct rec *out)
 {
 	sim_yield("store_lookup");
-	return __real_store_lookup(s, scope, key, out);
+	return REAL(__real_store_lookup(s, scope, key, out));
 }
 
 int
@@ -86,8 +93,8 @@ __wrap_store_claim(struct store *s, const char *scope, const char *key,
 	int rc;
 
 	sim_point("store_claim");
-	rc = __real_store_claim(s, scope, key, fp, token, now_ms, lease_ms,
-	    ttl_ms, first, out);
+	rc = REAL(__real_store_claim(s, scope, key, fp, token, now_ms, lease_ms,
+	    ttl_ms, first, out));
 	if (rc != IDEM_OK) {
 		trace("claim %s/%s: %s", scope, key, idem_strerror(rc));
 		return rc;
@@ -108,8 +115,8 @@ __wrap_store_checkpoint(struct store *s, const char *scope, const char *key,
 	int rc;
 
 	sim_point("store_checkpoint");
-	rc = __real_store_checkpoint(s, scope, key, token, stage, cp, cplen,
-	    now_ms, lease_ms);
+	rc = REAL(__real_store_checkpoint(s, scope, key, token, stage, cp, cplen,
+	    now_ms, lease_ms));
 	if (rc == IDEM_OK) {
 		trace("checkpoint %s/%s stage %u", scope, key, stage);
 		sim_point("store_checkpoint_commit");
@@ -126,8 +133,8 @@ __wrap_store_complete(struct store *s, const char *scope, const char *key,
 	int rc;
 
 	sim_point("store_complete");
-	rc = __real_store_complete(s, scope, key, token, resp, puts, nputs,
-	    now_ms, ttl_ms);
+	rc = REAL(__real_store_complete(s, scope, key, token, resp, puts, nputs,
+	    now_ms, ttl_ms));
 	if (rc != IDEM_OK) {
 		trace("complete %s/%s: %s", scope, key, idem_strerror(rc));
 		return rc;
@@ -147,7 +154,7 @@ __wrap_store_release(struct store *s, const char *scope, const char *key,
 	int rc;
 
 	sim_point("store_release");
-	if ((rc = __real_store_release(s, scope, key, token)) == IDEM_OK) {
+	if ((rc = REAL(__real_store_release(s, scope, key, token))) == IDEM_OK) {
 		trace("release %s/%s", scope, key);
 		sim_point("store_release_commit");
 	}
@@ -161,7 +168,7 @@ __wrap_store_abandon(struct store *s, const char *scope, const char *key,
 	int rc;
 
 	sim_point("store_abandon");
-	if ((rc = __real_store_abandon(s, scope, key, token, now_ms)) ==
+	if ((rc = REAL(__real_store_abandon(s, scope, key, token, now_ms))) ==
 	    IDEM_OK) {
 		trace("abandon %s/%s", scope, key);
 		sim_point("store_abandon_commit");
@@ -176,7 +183,7 @@ __wrap_store_purge(struct store *s, uint64_t now_ms, size_t max,
 	int rc;
 
 	sim_point("store_purge");
-	rc = __real_store_purge(s, now_ms, max, purged);
+	rc = REAL(__real_store_purge(s, now_ms, max, purged));
 	if (rc == IDEM_OK && *purged > 0)
 		sim_point("store_purge_commit");
 	return rc;
@@ -187,7 +194,7 @@ __wrap_store_get(struct store *s, enum store_table t, const void *key,
     size_t keylen, struct buf *out)
 {
 	sim_yield("store_get");
-	return __real_store_get(s, t, key, keylen, out);
+	return REAL(__real_store_get(s, t, key, keylen, out));
 }
 
 int
@@ -195,8 +202,8 @@ __wrap_store_scan(struct store *s, enum store_table t, const void *prefix,
     size_t prefixlen, int reverse, size_t limit, store_scan_fn fn, void *ctx)
 {
 	sim_yield("store_scan");
-	return __real_store_scan(s, t, prefix, prefixlen, reverse, limit, fn,
-	    ctx);
+	return REAL(__real_store_scan(s, t, prefix, prefixlen, reverse, limit, fn,
+	    ctx));
 }
 
 const char *
@@ -271,5 +278,5 @@ glue_purge(uint64_t now_ms, size_t max, size_t *purged)
 int
 truth_lookup(const char *scope, const char *key, struct rec *out)
 {
-	return __real_store_lookup(purger, scope, key, out);
+	return REAL(__real_store_lookup(purger, scope, key, out));
 }

@@ -96,6 +96,7 @@ struct world {
 	int failed;                /* an invariant broke */
 	char failure[512];
 	int verbose;
+	int in_store;               /* inside a store operation: no yields */
 };
 
 extern struct world W;

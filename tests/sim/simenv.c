@@ -19,9 +19,11 @@ sim_point(const char *name)
 {
 	uint32_t ppm;
 
-	sim_yield(name);
-	if (W.cur == NULL || W.cur->worker < 0)
+	if (W.cur == NULL || W.in_store || W.cur->worker < 0) {
+		sim_yield(name);
 		return;
+	}
+	sim_yield(name);
 	ppm = strcmp(name, W.pf.fault_target) == 0 ? W.pf.fault_crash_ppm :
 	    W.pf.fault_crash_ppm / 50;
 	if (sim_chance(ppm))

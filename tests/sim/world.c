@@ -152,7 +152,11 @@ co_switch_out(void)
 void
 sim_yield(const char *where)
 {
-	if (W.cur == NULL)
+	/*
+	 * Never inside a store operation: it may hold the store's write
+	 * lock, and it must stay atomic with respect to other requests.
+	 */
+	if (W.cur == NULL || W.in_store)
 		return;
 	W.cur->where = where;
 	W.cur->state = CO_READY;
