@@ -555,8 +555,8 @@ sim_run(uint64_t seed, int verbose, uint64_t *steps)
 	W.now = 1700000000000ULL + sim_below(1000000000ULL);
 	trace_reset();
 	profile_draw(&W.pf);
-	trace("seed %" PRIu64 " on the %s store: %d workers, %d accounts x %d clients x %d "
-	    "ops; crash %u ppm, crash at %s %u ppm, lost %u, jump %u, store "
+	trace("seed %" PRIu64 " on the %s store: %d workers, %d accounts x "
+	    "%d clients x %d ops; crash %u ppm, crash at %s %u ppm, lost %u, jump %u, store "
 	    "fail %u, outage %u, decline %u, provider lost %u, slow %u, dup "
 	    "%u, give up %u, late %u, reuse %u, probe %u, purge %d, keys per "
 	    "account %" PRIu64, seed, backend_name(),
