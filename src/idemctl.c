@@ -26,6 +26,7 @@
 #include "fault.h"
 #include "keyhash.h"
 #include "metrics.h"
+#include "payment.h"
 #include "provider.h"
 #include "store.h"
 
@@ -43,8 +44,11 @@ ctl_usage(void)
 static struct store *
 ctl_store(int read_only)
 {
+	static const char *const tables[] = {
+		PAY_TABLE_PAYMENTS, PAY_TABLE_BY_ACCOUNT, NULL
+	};
 	struct store_config sc = { ctl_cfg.db_dir, ctl_cfg.map_size, read_only,
-	    ctl_cfg.keys_per_account, 0 };
+	    ctl_cfg.keys_per_account, 0, tables, NULL };
 	struct store *s;
 	int rc;
 
@@ -93,7 +97,7 @@ ctl_stats(void)
 	int rc;
 
 	if ((rc = store_each(s, ctl_count, &st)) != IDEM_OK ||
-	    (rc = store_count(s, STORE_PAYMENTS, &payments)) != IDEM_OK) {
+	    (rc = store_count(s, PAY_TABLE_PAYMENTS, &payments)) != IDEM_OK) {
 		fprintf(stderr, "idemctl: %s\n", idem_strerror(rc));
 		store_close(s);
 		return 1;

@@ -64,12 +64,45 @@ req_is_json(const char *ct)
 	    memchr(ct, '/', n) != NULL;
 }
 
-/* Duplicates s, or returns NULL; NULL in, NULL out. */
-static char *
-req_dup(const char *s)
-{
-	return s == NULL ? NULL : strdup(s);
-}
+/* The meta-variables a request is read from (RFC 3875 section 4.1). */
+#define REQ_VARS(X)                                 \
+	X(REQ_VAR_METHOD, "REQUEST_METHOD")         \
+	X(REQ_VAR_SCRIPT, "SCRIPT_NAME")            \
+	X(REQ_VAR_INFO, "PATH_INFO")                \
+	X(REQ_VAR_QUERY, "QUERY_STRING")            \
+	X(REQ_VAR_TYPE, "CONTENT_TYPE")             \
+	X(REQ_VAR_USER, "REMOTE_USER")              \
+	X(REQ_VAR_AUTH, "HTTP_AUTHORIZATION")       \
+	X(REQ_VAR_KEY, "HTTP_IDEMPOTENCY_KEY")      \
+	X(REQ_VAR_INM, "HTTP_IF_NONE_MATCH")        \
+	X(REQ_VAR_ADDR, "REMOTE_ADDR")              \
+	X(REQ_VAR_LENGTH, "CONTENT_LENGTH")
+
+enum req_var {
+#define REQ_VAR_ENUM(v, s) v,
+	REQ_VARS(REQ_VAR_ENUM)
+#undef REQ_VAR_ENUM
+	REQ_VAR__MAX
+};
+
+static const struct {
+	const char *name;
+	size_t len;
+} req_vars[REQ_VAR__MAX] = {
+#define REQ_VAR_ENTRY(v, s) [v] = { s, sizeof(s) - 1 },
+	REQ_VARS(REQ_VAR_ENTRY)
+#undef REQ_VAR_ENTRY
+};
+
+/*
+ * Bit n is set when some name above is n bytes long: most of the
+ * environment (SERVER_*, HTTP_ACCEPT, ...) is passed over on its length.
+ */
+static const unsigned long req_var_lengths = 0
+#define REQ_VAR_BIT(v, s) | 1UL << (sizeof(s) - 1)
+	REQ_VARS(REQ_VAR_BIT)
+#undef REQ_VAR_BIT
+	;
 
 static int
 req_method_ok(const char *m)
@@ -104,55 +137,116 @@ req_read_body(struct request *r, req_read_fn rd, void *rctx, size_t want)
 	return REQ_OK;
 }
 
-static int
-req_set_path(struct request *r, const char *script, const char *info,
-    const char *mount)
+/*
+ * The path is SCRIPT_NAME + PATH_INFO less the mount, when the mount is a
+ * whole leading segment of it.  Returns the path's length and sets *skip
+ * to the bytes of script + info before it; the two parts are joined only
+ * when copied.
+ */
+static size_t
+req_path_len(const char *script, const char *info, const char *mount,
+    size_t *skip)
 {
-	struct buf p = BUF_INIT;
-	size_t mlen = mount == NULL ? 0 : strlen(mount);
-	const char *s;
+	size_t slen = strlen(script), ilen = strlen(info);
+	size_t mlen = mount == NULL ? 0 : strlen(mount), at;
+	char c;
 
-	if (buf_puts(&p, script == NULL ? "" : script) != IDEM_OK ||
-	    buf_puts(&p, info == NULL ? "" : info) != IDEM_OK) {
-		buf_free(&p);
-		return -1;
+	*skip = 0;
+	if (mlen == 0 || mlen > slen + ilen)
+		return slen + ilen;
+	for (at = 0; at < mlen; at++) {
+		c = at < slen ? script[at] : info[at - slen];
+		if (c != mount[at])
+			return slen + ilen;
 	}
-	s = p.data == NULL ? "" : p.data;
-	if (mlen > 0 && strncmp(s, mount, mlen) == 0 &&
-	    (s[mlen] == '/' || s[mlen] == '\0'))
-		s += mlen;
-	r->path = strdup(*s == '\0' ? "/" : s);
-	buf_free(&p);
-	return r->path == NULL ? -1 : 0;
+	c = mlen < slen ? script[mlen] : info[mlen - slen];
+	if (c == '/' || c == '\0')
+		*skip = mlen;
+	return slen + ilen - *skip;
 }
 
-enum req_status
-req_read(struct request *r, req_param_fn param, void *pctx, req_read_fn rd,
+/* Copies s (not NULL) to *p and advances it; returns the copy. */
+static char *
+req_put(char **p, const char *s, size_t len)
+{
+	char *out = *p;
+
+	memcpy(out, s, len);
+	out[len] = '\0';
+	*p += len + 1;
+	return out;
+}
+
+/* The same, for a meta-variable that may be unset. */
+static char *
+req_put_opt(char **p, const char *s)
+{
+	return s == NULL ? NULL : req_put(p, s, strlen(s));
+}
+
+/*
+ * Copies the meta-variables the request keeps into one allocation,
+ * r->strings, which req_free releases.
+ */
+static int
+req_copy(struct request *r, const char *v[REQ_VAR__MAX], const char *mount)
+{
+	const char *script = v[REQ_VAR_SCRIPT] ? v[REQ_VAR_SCRIPT] : "";
+	const char *info = v[REQ_VAR_INFO] ? v[REQ_VAR_INFO] : "";
+	size_t plen, skip, slen, n, need = 0;
+	enum req_var i;
+	char *p;
+
+	if (v[REQ_VAR_QUERY] == NULL)
+		v[REQ_VAR_QUERY] = "";
+	if (v[REQ_VAR_USER] != NULL && *v[REQ_VAR_USER] == '\0')
+		v[REQ_VAR_USER] = NULL;
+	if (v[REQ_VAR_ADDR] == NULL)
+		v[REQ_VAR_ADDR] = "-";
+	for (i = 0; i < REQ_VAR__MAX; i++)
+		if (v[i] != NULL && i != REQ_VAR_SCRIPT && i != REQ_VAR_INFO &&
+		    i != REQ_VAR_LENGTH)
+			need += strlen(v[i]) + 1;
+	plen = req_path_len(script, info, mount, &skip);
+	need += plen + 2;
+	if ((r->strings = p = malloc(need)) == NULL)
+		return -1;
+	r->method = req_put(&p, v[REQ_VAR_METHOD], strlen(v[REQ_VAR_METHOD]));
+	/* The path, joined from its two parts past the mount, or "/". */
+	r->path = p;
+	if (plen == 0)
+		*p++ = '/';
+	else {
+		slen = strlen(script);
+		n = skip < slen ? slen - skip : 0;
+		memcpy(p, script + slen - n, n);
+		memcpy(p + n, info + (skip > slen ? skip - slen : 0), plen - n);
+		p += plen;
+	}
+	*p++ = '\0';
+	r->query = req_put_opt(&p, v[REQ_VAR_QUERY]);
+	r->content_type = req_put_opt(&p, v[REQ_VAR_TYPE]);
+	r->remote_user = req_put_opt(&p, v[REQ_VAR_USER]);
+	r->authorization = req_put_opt(&p, v[REQ_VAR_AUTH]);
+	r->idempotency_key = req_put_opt(&p, v[REQ_VAR_KEY]);
+	r->if_none_match = req_put_opt(&p, v[REQ_VAR_INM]);
+	r->remote_addr = req_put_opt(&p, v[REQ_VAR_ADDR]);
+	return 0;
+}
+
+/* Validates and copies the meta-variables in v, then reads the body. */
+static enum req_status
+req_fill(struct request *r, const char *v[REQ_VAR__MAX], req_read_fn rd,
     void *rctx, size_t limit, const char *mount)
 {
-	const char *v;
+	const char *cl = v[REQ_VAR_LENGTH];
 	size_t len = 0;
 
 	memset(r, 0, sizeof(*r));
 	buf_init(&r->body);
-	v = param(pctx, "REQUEST_METHOD");
-	if (!req_method_ok(v))
+	if (!req_method_ok(v[REQ_VAR_METHOD]))
 		return REQ_BAD_METHOD;
-	r->method = req_dup(v);
-	if (req_set_path(r, param(pctx, "SCRIPT_NAME"),
-	    param(pctx, "PATH_INFO"), mount) != 0)
-		return REQ_NOMEM;
-	v = param(pctx, "QUERY_STRING");
-	r->query = req_dup(v == NULL ? "" : v);
-	r->content_type = req_dup(param(pctx, "CONTENT_TYPE"));
-	v = param(pctx, "REMOTE_USER");
-	r->remote_user = req_dup(v != NULL && *v != '\0' ? v : NULL);
-	r->authorization = req_dup(param(pctx, "HTTP_AUTHORIZATION"));
-	r->idempotency_key = req_dup(param(pctx, "HTTP_IDEMPOTENCY_KEY"));
-	r->if_none_match = req_dup(param(pctx, "HTTP_IF_NONE_MATCH"));
-	v = param(pctx, "REMOTE_ADDR");
-	r->remote_addr = req_dup(v == NULL ? "-" : v);
-	if (r->method == NULL || r->query == NULL || r->remote_addr == NULL)
+	if (req_copy(r, v, mount) != 0)
 		return REQ_NOMEM;
 
 	/*
@@ -160,26 +254,56 @@ req_read(struct request *r, req_param_fn param, void *pctx, req_read_fn rd,
 	 * body, and is then 1*digit.  The body is bounded before a byte of it
 	 * is read, so a large declared length costs nothing.
 	 */
-	v = param(pctx, "CONTENT_LENGTH");
-	if (v != NULL && *v != '\0' && req_parse_length(v, &len) != 0)
+	if (cl != NULL && *cl != '\0' && req_parse_length(cl, &len) != 0)
 		return REQ_BAD_LENGTH;
 	if (len > limit)
 		return REQ_TOO_LARGE;
 	return req_read_body(r, rd, rctx, len);
 }
 
+enum req_status
+req_read(struct request *r, req_param_fn param, void *pctx, req_read_fn rd,
+    void *rctx, size_t limit, const char *mount)
+{
+	const char *v[REQ_VAR__MAX];
+	enum req_var i;
+
+	for (i = 0; i < REQ_VAR__MAX; i++)
+		v[i] = param(pctx, req_vars[i].name);
+	return req_fill(r, v, rd, rctx, limit, mount);
+}
+
+/*
+ * One pass over the environment instead of a search of it per variable;
+ * the first entry of a name counts, as with getenv and FCGX_GetParam.
+ */
+enum req_status
+req_read_env(struct request *r, char *const *envp, req_read_fn rd,
+    void *rctx, size_t limit, const char *mount)
+{
+	const char *v[REQ_VAR__MAX] = { NULL }, *eq;
+	enum req_var i;
+
+	for (; envp != NULL && *envp != NULL; envp++) {
+		if ((eq = strchr(*envp, '=')) == NULL ||
+		    (size_t)(eq - *envp) >= sizeof(req_var_lengths) * 8 ||
+		    (req_var_lengths >> (eq - *envp) & 1) == 0)
+			continue;
+		for (i = 0; i < REQ_VAR__MAX; i++)
+			if (req_vars[i].len == (size_t)(eq - *envp) &&
+			    v[i] == NULL &&
+			    memcmp(*envp, req_vars[i].name, req_vars[i].len) == 0) {
+				v[i] = eq + 1;
+				break;
+			}
+	}
+	return req_fill(r, v, rd, rctx, limit, mount);
+}
+
 void
 req_free(struct request *r)
 {
-	free(r->method);
-	free(r->path);
-	free(r->query);
-	free(r->content_type);
-	free(r->remote_user);
-	free(r->authorization);
-	free(r->idempotency_key);
-	free(r->if_none_match);
-	free(r->remote_addr);
+	free(r->strings);
 	buf_free(&r->body);
 	memset(r, 0, sizeof(*r));
 }

@@ -28,6 +28,7 @@ struct request {
 	char *if_none_match;   /* HTTP_IF_NONE_MATCH, NULL when unset */
 	char *remote_addr;     /* REMOTE_ADDR, "-" when unset */
 	struct buf body;
+	char *strings;         /* owns every string above */
 };
 
 enum req_status {
@@ -48,6 +49,13 @@ enum req_status {
  * req_free either way.
  */
 enum req_status req_read(struct request *r, req_param_fn param, void *pctx,
+    req_read_fn rd, void *rctx, size_t limit, const char *mount);
+
+/*
+ * The same, with the meta-variables from an environment array (a FastCGI
+ * request's envp, or environ), read in one pass.
+ */
+enum req_status req_read_env(struct request *r, char *const *envp,
     req_read_fn rd, void *rctx, size_t limit, const char *mount);
 
 void req_free(struct request *r);

@@ -8,6 +8,11 @@
 #include "fault.h"
 #include "response.h"
 
+/* Room for a long long in decimal, sign included. */
+#define RESP_NUM_MAX 24
+/* Answers up to this size are put together on the stack. */
+#define RESP_WRITE_STACK 4096
+
 void
 resp_init(struct response *r)
 {
@@ -16,15 +21,14 @@ resp_init(struct response *r)
 	buf_init(&r->body);
 }
 
+/* A header's name and value share one allocation, owned by name. */
 static void
 resp_free_headers(struct response *r)
 {
 	size_t i;
 
-	for (i = 0; i < r->nheaders; i++) {
+	for (i = 0; i < r->nheaders; i++)
 		free(r->headers[i].name);
-		free(r->headers[i].value);
-	}
 	r->nheaders = 0;
 }
 
@@ -43,45 +47,70 @@ resp_reset(struct response *r)
 	r->status = 500;
 }
 
+/* Sets name to the len bytes of value (not yet checked), copying both. */
+static int
+resp_header_set(struct response *r, const char *name, const char *value,
+    size_t len)
+{
+	struct resp_header *h = NULL;
+	size_t i, nlen;
+	char *block;
+
+	/* Header values never carry line breaks (RFC 9110 section 5.5). */
+	if (memchr(value, '\r', len) != NULL || memchr(value, '\n', len) != NULL)
+		return IDEM_EINVAL;
+	for (i = 0; i < r->nheaders; i++)
+		if (strcasecmp(r->headers[i].name, name) == 0)
+			h = &r->headers[i];
+	if (h == NULL && r->nheaders == RESP_MAX_HEADERS)
+		return IDEM_ETOOBIG;
+	/* A replaced header keeps the spelling of its name. */
+	if (h != NULL)
+		name = h->name;
+	nlen = strlen(name);
+	if ((block = malloc(nlen + len + 2)) == NULL)
+		return IDEM_ENOMEM;
+	memcpy(block, name, nlen + 1);
+	memcpy(block + nlen + 1, value, len);
+	block[nlen + 1 + len] = '\0';
+	if (h != NULL)
+		free(h->name);
+	else
+		h = &r->headers[r->nheaders++];
+	h->name = block;
+	h->value = block + nlen + 1;
+	return IDEM_OK;
+}
+
+/*
+ * Nearly every header is a literal or one "%s": those are copied as they
+ * are, and only other formats pay for vasprintf.
+ */
 int
 resp_header(struct response *r, const char *name, const char *fmt, ...)
 {
-	struct resp_header *h = NULL;
+	const char *s;
 	va_list ap;
 	char *value;
-	size_t i;
-	int n;
+	int n, rc;
 
+	if (strchr(fmt, '%') == NULL)
+		return resp_header_set(r, name, fmt, strlen(fmt));
+	if (strcmp(fmt, "%s") == 0) {
+		va_start(ap, fmt);
+		s = va_arg(ap, const char *);
+		va_end(ap);
+		if (s != NULL)
+			return resp_header_set(r, name, s, strlen(s));
+	}
 	va_start(ap, fmt);
 	n = vasprintf(&value, fmt, ap);
 	va_end(ap);
 	if (n < 0)
 		return IDEM_ENOMEM;
-	/* Header values never carry line breaks (RFC 9110 section 5.5). */
-	if (strpbrk(value, "\r\n") != NULL) {
-		free(value);
-		return IDEM_EINVAL;
-	}
-	for (i = 0; i < r->nheaders; i++)
-		if (strcasecmp(r->headers[i].name, name) == 0)
-			h = &r->headers[i];
-	if (h != NULL) {
-		free(h->value);
-		h->value = value;
-		return IDEM_OK;
-	}
-	if (r->nheaders == RESP_MAX_HEADERS) {
-		free(value);
-		return IDEM_ETOOBIG;
-	}
-	h = &r->headers[r->nheaders];
-	if ((h->name = strdup(name)) == NULL) {
-		free(value);
-		return IDEM_ENOMEM;
-	}
-	h->value = value;
-	r->nheaders++;
-	return IDEM_OK;
+	rc = resp_header_set(r, name, value, (size_t)n);
+	free(value);
+	return rc;
 }
 
 const char *
@@ -132,43 +161,87 @@ resp_reason(int status)
 	return "Unknown";
 }
 
+/* Copies len bytes of s to p; returns the end.  The caller sized p. */
+static char *
+resp_put(char *p, const char *s, size_t len)
+{
+	memcpy(p, s, len);
+	return p + len;
+}
+
+/* Writes v in decimal to p (RESP_NUM_MAX bytes at most); returns the end. */
+static char *
+resp_put_num(char *p, long long v)
+{
+	char digits[RESP_NUM_MAX], *d = digits + sizeof(digits);
+	unsigned long long u = v < 0 ? 0 - (unsigned long long)v :
+	    (unsigned long long)v;
+
+	do
+		*--d = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		*--d = '-';
+	return resp_put(p, d, (size_t)(digits + sizeof(digits) - d));
+}
+
+/*
+ * The head and the body go out in one buffer (on the stack when they fit,
+ * which they nearly always do), in two writes: up to half the body, then
+ * the rest, so the fault point "mid_response" can cut the answer there.
+ * Only the status and the length are numbers: no printf.
+ */
 int
 resp_write(const struct response *r, resp_write_fn wr, void *ctx)
 {
-	struct buf head = BUF_INIT;
-	size_t i, half;
+	char stackbuf[RESP_WRITE_STACK], *out = stackbuf, *p;
+	const char *reason = resp_reason(r->status);
+	size_t i, need, half, headlen, body;
 	int rc = IDEM_ENOMEM, nobody;
 
-	/* RFC 3875 section 6.3.3: the Status header carries the status. */
-	if (buf_printf(&head, "Status: %d %s\r\n", r->status,
-	    resp_reason(r->status)) != IDEM_OK)
-		goto out;
-	for (i = 0; i < r->nheaders; i++)
-		if (buf_printf(&head, "%s: %s\r\n", r->headers[i].name,
-		    r->headers[i].value) != IDEM_OK)
-			goto out;
 	/* RFC 9110 sections 8.6 and 15.4.5: a 304 or 204 has no content. */
 	nobody = r->status == 304 || r->status == 204;
-	if ((nobody ? buf_puts(&head, "\r\n") : buf_printf(&head,
-	    "Content-Length: %zu\r\n\r\n", r->body.len)) != IDEM_OK)
-		goto out;
-	rc = IDEM_EIO;
-	if (wr(ctx, head.data, head.len) != 0)
-		goto out;
 	/* RFC 9110 section 9.3.2: HEAD gets GET's headers and no content. */
-	if (r->head || nobody) {
-		rc = IDEM_OK;
-		goto out;
+	body = r->head || nobody ? 0 : r->body.len;
+	need = sizeof("Status:  \r\n") + RESP_NUM_MAX + strlen(reason) +
+	    sizeof("Content-Length: \r\n\r\n") + RESP_NUM_MAX + body;
+	for (i = 0; i < r->nheaders; i++)
+		need += strlen(r->headers[i].name) + sizeof(": \r\n") +
+		    strlen(r->headers[i].value);
+	if (need > sizeof(stackbuf) && (out = malloc(need)) == NULL)
+		return rc;
+	/* RFC 3875 section 6.3.3: the Status header carries the status. */
+	p = resp_put(out, "Status: ", 8);
+	p = resp_put_num(p, r->status);
+	*p++ = ' ';
+	p = resp_put(p, reason, strlen(reason));
+	p = resp_put(p, "\r\n", 2);
+	for (i = 0; i < r->nheaders; i++) {
+		p = resp_put(p, r->headers[i].name, strlen(r->headers[i].name));
+		p = resp_put(p, ": ", 2);
+		p = resp_put(p, r->headers[i].value,
+		    strlen(r->headers[i].value));
+		p = resp_put(p, "\r\n", 2);
 	}
-	half = r->body.len / 2;
-	if (half > 0 && wr(ctx, r->body.data, half) != 0)
+	if (!nobody) {
+		p = resp_put(p, "Content-Length: ", 16);
+		p = resp_put_num(p, (long long)r->body.len);
+		p = resp_put(p, "\r\n", 2);
+	}
+	p = resp_put(p, "\r\n", 2);
+	headlen = (size_t)(p - out);
+	if (body > 0)
+		memcpy(p, r->body.data, body);
+	half = body / 2;
+	rc = IDEM_EIO;
+	if (wr(ctx, out, headlen + half) != 0)
 		goto out;
 	fault_point("mid_response");
-	if (r->body.len > half &&
-	    wr(ctx, r->body.data + half, r->body.len - half) != 0)
+	if (body > half && wr(ctx, out + headlen + half, body - half) != 0)
 		goto out;
 	rc = IDEM_OK;
 out:
-	buf_free(&head);
+	if (out != stackbuf)
+		free(out);
 	return rc;
 }

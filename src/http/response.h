@@ -13,6 +13,7 @@
 
 #define RESP_MAX_HEADERS 16
 
+/* name and value share one allocation, which name owns. */
 struct resp_header {
 	char *name;
 	char *value;

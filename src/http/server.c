@@ -88,12 +88,7 @@ server_signals(void)
 
 /* CGI: meta-variables in the environment, body on stdin, answer on stdout. */
 
-static const char *
-cgi_param(void *ctx, const char *name)
-{
-	(void)ctx;
-	return getenv(name);
-}
+extern char **environ;
 
 static long
 cgi_read(void *ctx, void *buf, size_t len)
@@ -126,15 +121,7 @@ cgi_write(void *ctx, const void *data, size_t len)
 	return 0;
 }
 
-/* FastCGI: the same three operations over an FCGX_Request. */
-
-static const char *
-fcgi_param(void *ctx, const char *name)
-{
-	FCGX_Request *rq = ctx;
-
-	return FCGX_GetParam(name, rq->envp);
-}
+/* FastCGI: the same over an FCGX_Request (its envp holds the variables). */
 
 static long
 fcgi_read(void *ctx, void *buf, size_t len)
@@ -170,14 +157,14 @@ fcgi_write(void *ctx, const void *data, size_t len)
 /* Reads one request, lets the handler answer it, writes the answer. */
 static void
 server_one(const struct server_config *cfg, server_handler_fn fn, void *app,
-    req_param_fn param, req_read_fn rd, resp_write_fn wr, void *ctx)
+    char *const *envp, req_read_fn rd, resp_write_fn wr, void *ctx)
 {
 	struct request req;
 	struct response resp;
 	enum req_status st;
 
 	resp_init(&resp);
-	st = req_read(&req, param, ctx, rd, ctx, cfg->body_limit, cfg->mount);
+	st = req_read_env(&req, envp, rd, ctx, cfg->body_limit, cfg->mount);
 	fn(app, st, &req, &resp);
 	if (resp_write(&resp, wr, ctx) != 0)
 		fprintf(stderr, "idem: response not delivered: %s\n",
@@ -296,7 +283,7 @@ server_thread_main(void *arg)
 				break;
 			continue;
 		}
-		server_one(t->cfg, t->fn, t->app, fcgi_param, fcgi_read,
+		server_one(t->cfg, t->fn, t->app, rq.envp, fcgi_read,
 		    fcgi_write, &rq);
 		FCGX_Finish_r(&rq);
 	}
@@ -395,7 +382,7 @@ server_run(const struct server_config *cfg, server_handler_fn fn, void *app)
 {
 	server_signals();
 	if (FCGX_IsCGI()) {
-		server_one(cfg, fn, app, cgi_param, cgi_read, cgi_write, NULL);
+		server_one(cfg, fn, app, environ, cgi_read, cgi_write, NULL);
 		return 0;
 	}
 	if (FCGX_Init() != 0) {

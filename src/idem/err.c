@@ -13,6 +13,7 @@ static const char *const idem_errstr[IDEM_ERR__MAX] = {
 	[IDEM_ELOST] = "claim was taken over or is gone",
 	[IDEM_ETOOBIG] = "value too large",
 	[IDEM_ELIMIT] = "too many live keys for this scope",
+	[IDEM_EREFUSED] = "refused by the application",
 };
 
 const char *

@@ -1,65 +1,378 @@
 /*
- * idem.h: the idempotency-key library's entry point.
+ * idem.h: the idempotency-key library.  This is its only public header:
+ * it needs nothing but the standard headers, and every name it declares
+ * starts with idem_ or IDEM_.
  *
- * A keyed request goes through idem_begin, which answers replays,
- * conflicts and mismatches from a read transaction (no write lock) and
- * only then claims the key in a write transaction, where the decision is
- * made again on what is stored at that moment.  The caller that got
- * ENGINE_CLAIM or ENGINE_TAKEOVER owns the key through out->token and
- * must end the claim with store_complete, store_release or store_abandon
- * (or die, and the lease hands the key to the next retry).
+ * An application opens one handle per store (idem_open), registering its
+ * own tables by name.  A keyed request runs like this:
+ *
+ *	idem_fingerprint(...)                 what the request looks like
+ *	idem_begin(...)                       replay, 409, 422, 429, or a claim
+ *	    IDEM_RUN / IDEM_RESUME:           the caller owns the claim
+ *	        idem_checkpoint(...)          a recovery point, if it needs one
+ *	        ... the work, outside any transaction ...
+ *	        idem_finish(...)              stored answer + rows, one commit
+ *	     or idem_release(...)             failed, nothing happened
+ *	     or idem_abandon(...)             failed, something may have
+ *	idem_call_free(...)
+ *
+ * A claim holds a lease; a caller that dies (or outlives its lease) loses
+ * it to the next retry, which gets IDEM_RESUME with the recovery point.
+ * Every write to a claim checks that the claim is still the caller's:
+ * IDEM_ELOST when another attempt has taken it over (nothing written).
+ *
+ * Every write is durable when the call returns IDEM_OK.  Writes of one
+ * process are group-committed: several callers' writes share one
+ * transaction and one sync.  A handle may be used by many threads at
+ * once.  Open it after fork, in the process that uses it.
+ *
+ * Times are milliseconds since the Unix epoch, from the clock the options
+ * give (or the system's).
  */
-#ifndef IDEM_IDEM_H
-#define IDEM_IDEM_H
+#ifndef IDEM_H
+#define IDEM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-#include "engine.h"
-#include "err.h"
-#include "fp.h"
-#include "record.h"
-#include "store.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
 
-struct idem_claim {
-	enum engine_decision decision;
-	uint32_t retry_after;           /* ENGINE_CONFLICT */
-	uint8_t token[REC_TOKEN_SIZE];  /* ENGINE_CLAIM, ENGINE_TAKEOVER */
-	struct rec rec;                 /* as stored (rec_free) */
+/*
+ * Every function that can fail returns IDEM_OK (0) or one of these.
+ * Backend codes (LMDB's, errno) never cross this interface.
+ */
+enum idem_err {
+	IDEM_OK = 0,
+	IDEM_ENOMEM,    /* an allocation failed */
+	IDEM_EINVAL,    /* an argument or an input is invalid */
+	IDEM_ENOTFOUND, /* no such key, record or row */
+	IDEM_EEXIST,    /* the row exists already */
+	IDEM_EFULL,     /* the store is full */
+	IDEM_EIO,       /* the store failed to read or write */
+	IDEM_EROFS,     /* the store is read-only or not writable by us */
+	IDEM_ECORRUPT,  /* a stored record could not be decoded */
+	IDEM_ELOST,     /* the claim is no longer ours: taken over or gone */
+	IDEM_ETOOBIG,   /* a value exceeds a limit */
+	IDEM_ELIMIT,    /* the scope holds as many live keys as it may */
+	IDEM_EREFUSED,  /* an application hook refused (see idem_tx_fn) */
+	IDEM_ERR__MAX
 };
 
-struct idem_policy {
-	uint64_t lease_ms;
-	uint64_t ttl_ms;
+/* A static, human-readable description of err (never NULL). */
+const char *idem_strerror(int err);
+
+/* The request fingerprint. */
+#define IDEM_FP_SIZE 32
+
+enum idem_fp_mode {
+	IDEM_FP_CANONICAL = 0, /* body is the canonical form of a JSON body */
+	IDEM_FP_RAW = 1        /* body is the bytes as received */
 };
 
 /*
- * Fills *out with the recovery point a fresh claim starts with (its bytes
- * must live until idem_begin returns).  idem_begin calls it only when it
- * is about to claim, never for a replay, a conflict or a mismatch, so
- * the work of making a point (a new payment id) is not done for those.
+ * SHA-256 over a domain tag naming mode and four fields, method, path,
+ * query and body, each preceded by its length as 8 bytes big-endian, so
+ * no two different requests hash the same input.  NULL strings count as
+ * empty.  Cannot fail.
+ */
+void idem_fingerprint(enum idem_fp_mode mode, const char *method,
+    const char *path, const char *query, const void *body, size_t bodylen,
+    uint8_t out[IDEM_FP_SIZE]);
+
+/* The most headers a stored response keeps, and recovery point bytes. */
+#define IDEM_MAX_HEADERS 8
+#define IDEM_MAX_POINT 4096
+
+struct idem_header {
+	const char *name;
+	const char *value;
+};
+
+/*
+ * A final answer, as stored for replay: the status, the headers clients
+ * rely on (Content-Type, Location, ETag: never request headers, never
+ * per-request ones) and the body.
+ */
+struct idem_response {
+	int status;
+	const struct idem_header *headers;
+	size_t nheaders;       /* at most IDEM_MAX_HEADERS */
+	const void *body;
+	size_t bodylen;
+};
+
+/* A clock for the library: milliseconds since the Unix epoch. */
+typedef uint64_t (*idem_clock_fn)(void *ctx);
+
+struct idem_options {
+	const char *dir;           /* the store's directory; created if missing */
+	size_t map_size;           /* bytes; 0: the backend's default */
+	uint64_t lease_ms;         /* how long a claim is held (0: 30 s) */
+	uint64_t ttl_ms;           /* how long a key is kept (0: 24 h) */
+	/*
+	 * The most live keys one scope may hold (0: no bound): past it a
+	 * new key is IDEM_LIMITED, so one scope cannot fill the store.
+	 */
+	uint64_t max_keys_per_scope;
+	/*
+	 * Microseconds a group commit waits for more writes when the last
+	 * one carried more than one (0: never waits).
+	 */
+	unsigned commit_delay_us;
+	/*
+	 * The application's tables, by name, NULL-terminated (NULL: none).
+	 * Names are 1 to 63 bytes; "keys", "expiry", "pending" and "quota"
+	 * are the library's own.  At most IDEM_MAX_TABLES.
+	 */
+	const char *const *tables;
+	idem_clock_fn clock;       /* NULL: the system clock */
+	void *clock_ctx;
+	int read_only;             /* no writes: for operators' tools */
+};
+
+#define IDEM_MAX_TABLES 16
+
+struct idem;
+
+/*
+ * Opens the store in opt->dir.  On IDEM_OK *out is the caller's, to be
+ * closed with idem_close; opt and the strings it points to are copied.
+ * Errors: IDEM_EINVAL (bad options), IDEM_ENOTFOUND (read-only and no
+ * store there), IDEM_EROFS, IDEM_ENOMEM, IDEM_EIO.
+ */
+int idem_open(const struct idem_options *opt, struct idem **out);
+void idem_close(struct idem *idem);
+
+/* The time by the handle's clock. */
+uint64_t idem_now_ms(const struct idem *idem);
+
+/*
+ * An application's view of the store inside one of its write
+ * transactions, given to hooks (idem_tx_fn).  Rows are addressed by
+ * table name and key bytes (1 to 511 bytes in the LMDB backend).
+ */
+struct idem_tx;
+
+/*
+ * A hook runs inside the store's write transaction, atomically with the
+ * write it belongs to (a claim, a completion, a release): what it reads
+ * cannot change before that write commits, and what it writes commits
+ * with it or not at all.  It returns IDEM_OK, or an error that undoes
+ * everything the transaction did for this call and is returned by the
+ * call (IDEM_EREFUSED for a refusal of the application's own).
+ *
+ * Writes are group-committed, and a batch in which one write fails is
+ * run again one write per transaction: so a hook may run more than once
+ * for one call.  It must depend only on what it reads through tx and on
+ * ctx, start afresh each time (reset what it records in ctx), have no
+ * effect outside tx, and not block.
+ */
+typedef int (*idem_tx_fn)(void *ctx, struct idem_tx *tx);
+
+/*
+ * Points *val at the row's value: valid until the hook writes through tx
+ * or returns, whichever comes first; copy it to keep it.  IDEM_ENOTFOUND,
+ * IDEM_EINVAL (no such table), IDEM_ETOOBIG, IDEM_EIO.
+ */
+int idem_tx_get(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen, const void **val, size_t *vallen);
+
+/* Writes key -> val, replacing any value.  IDEM_EFULL, IDEM_EIO... */
+int idem_tx_put(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen, const void *val, size_t vallen);
+
+/* Deletes the row.  IDEM_ENOTFOUND when there is none. */
+int idem_tx_del(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen);
+
+/*
+ * In idem_finish's hook only: stores resp instead of the response given
+ * to idem_finish (a decision taken on what the transaction reads).  resp
+ * and what it points to must live until idem_finish returns.  IDEM_EINVAL
+ * in any other hook, or for a response with too many headers.
+ */
+int idem_tx_respond(struct idem_tx *tx, const struct idem_response *resp);
+
+/* What idem_begin decided. */
+enum idem_verdict {
+	IDEM_RUN = 0,  /* claimed afresh: run the request */
+	IDEM_RESUME,   /* an earlier attempt's lease ran out: taken over */
+	IDEM_REPLAY,   /* completed: answer idem_call_response */
+	IDEM_CONFLICT, /* in progress: 409, Retry-After idem_call_retry_after */
+	IDEM_MISMATCH, /* the key was used with another request: 422 */
+	IDEM_LIMITED,  /* a new key past the scope's bound: 429 + Retry-After */
+	IDEM_VERDICT__MAX
+};
+
+/* "claim", "takeover", "replay", "conflict", "mismatch", "limited". */
+const char *idem_strverdict(enum idem_verdict v);
+
+/*
+ * What a fresh claim starts with, filled by an idem_start_fn: its first
+ * recovery point (stage and bytes; the bytes must live until idem_begin
+ * returns), and a hook run in the claim's own write transaction (e.g.
+ * reserving an amount), on a fresh claim only, never on a take-over.
+ */
+struct idem_start {
+	uint32_t stage;
+	const void *point;
+	size_t len;            /* at most IDEM_MAX_POINT */
+	idem_tx_fn hook;       /* NULL: none */
+	void *hook_ctx;
+};
+
+/*
+ * Called by idem_begin only when it is about to claim, never for a
+ * replay, a conflict or a mismatch answered from a read, so work done
+ * for a claim (a new id) is not done for those.  When the write finds a
+ * take-over instead, what it filled goes unused: the claim keeps its
+ * recovery point and the hook does not run.  out is zeroed before.
  * Returns IDEM_OK, or an error that idem_begin returns.
  */
-typedef int (*idem_first_fn)(void *ctx, struct store_first *out);
+typedef int (*idem_start_fn)(void *ctx, struct idem_start *out);
+
+/* One keyed request, from idem_begin to idem_call_free. */
+struct idem_call;
 
 /*
- * Decides and, where it should, claims (scope, key) for a request whose
- * fingerprint is fp, at now_ms; a fresh claim starts at the recovery
- * point first makes (first NULL: none, stage 0).  Returns IDEM_OK with
- * out filled (free out->rec with rec_free), or a store error, after which
- * nothing is claimed: IDEM_ELIMIT (the scope holds as many live keys as
- * it may) comes with out->retry_after.
+ * Decides what to do with a request for (scope, key) whose fingerprint
+ * is fp, and claims the key where it should.  Replays, conflicts and
+ * mismatches are answered from a read transaction without the write
+ * lock; a claim is decided again inside the write transaction.  start
+ * may be NULL (a fresh claim at stage 0, no hook).  scope is the
+ * authenticated principal (never a header the client controls); neither
+ * scope nor key may be empty or hold a NUL.
+ *
+ * On IDEM_OK *out is the caller's (idem_call_free), with a verdict; on
+ * IDEM_RUN and IDEM_RESUME the caller owns the claim and must end it with
+ * idem_finish, idem_release or idem_abandon (or die: the lease hands it
+ * to the next retry).  Other errors leave nothing claimed and *out NULL:
+ * IDEM_EFULL, IDEM_EIO, IDEM_EROFS, IDEM_ENOMEM, IDEM_EINVAL,
+ * IDEM_ETOOBIG (key too long), the start function's or its hook's error.
  */
-int idem_begin(struct store *s, const char *scope, const char *key,
-    const uint8_t fp[FP_SIZE], uint64_t now_ms, const struct idem_policy *pol,
-    idem_first_fn first, void *first_ctx, struct idem_claim *out);
+int idem_begin(struct idem *idem, const char *scope, const char *key,
+    const uint8_t fp[IDEM_FP_SIZE], idem_start_fn start, void *start_ctx,
+    struct idem_call **out);
+
+enum idem_verdict idem_call_verdict(const struct idem_call *c);
 
 /*
- * For an ENGINE_CONFLICT: the seconds a duplicate should wait, from how
- * long claimed requests typically run (metrics) and how long this one has
- * run, at least 1 and at most c->retry_after (what is left of the lease).
- * lease_ms is the lease length of the policy.
+ * IDEM_REPLAY: the stored answer, valid until idem_call_free.  NULL for
+ * any other verdict.
  */
-uint32_t idem_retry_after(const struct idem_claim *c, uint64_t now_ms,
-    uint64_t lease_ms);
+const struct idem_response *idem_call_response(const struct idem_call *c);
+
+/*
+ * IDEM_CONFLICT: seconds a duplicate should wait, from how long claimed
+ * requests typically run and how long this one has run, at least 1 and
+ * never past its lease.  IDEM_LIMITED: seconds until the store's oldest
+ * key expires, at least 1.  0 otherwise.
+ */
+uint32_t idem_call_retry_after(const struct idem_call *c);
+
+/*
+ * The claim's recovery point (IDEM_RUN, IDEM_RESUME): its stage, and its
+ * bytes (*len set; NULL when none), valid until the next checkpoint or
+ * idem_call_free.
+ */
+uint32_t idem_call_stage(const struct idem_call *c);
+const void *idem_call_point(const struct idem_call *c, size_t *len);
+
+/*
+ * When the key was first claimed in this lifetime of the key (kept
+ * across take-overs; a key claimed afresh after it expired has a new
+ * one): with scope and key, it names the work for outside systems.
+ */
+uint64_t idem_call_created_ms(const struct idem_call *c);
+
+/* 1 for the first attempt, +1 per take-over. */
+uint32_t idem_call_attempts(const struct idem_call *c);
+
+/*
+ * Records a recovery point (stage, len bytes of point, copied) on the
+ * claim and renews its lease.  IDEM_ELOST (counted), IDEM_ETOOBIG (more
+ * than IDEM_MAX_POINT), IDEM_EINVAL (not a claim), store errors.
+ */
+int idem_checkpoint(struct idem_call *c, uint32_t stage, const void *point,
+    size_t len);
+
+/*
+ * Completes the claim: in one write transaction, runs hook (may be
+ * NULL), which may read and write application rows and replace the
+ * response (idem_tx_respond), then stores the response; the rows and the
+ * stored answer commit together or not at all, and are on disk when this
+ * returns IDEM_OK.  The key stays replayable for at least the TTL from
+ * now.  IDEM_ELOST (counted; nothing written), the hook's error, store
+ * errors; on an error other than IDEM_ELOST the claim is still the
+ * caller's to release or abandon.
+ */
+int idem_finish(struct idem_call *c, const struct idem_response *resp,
+    idem_tx_fn hook, void *hook_ctx);
+
+/*
+ * Ends the claim after a failure that left no side effect: the key can be
+ * used afresh.  hook (may be NULL) runs in the same transaction, to undo
+ * what the claim's own hook reserved.  When the release cannot be
+ * written the claim is abandoned instead (without the hook), so the
+ * retry need not wait for the lease; the release's error is returned.
+ * IDEM_ELOST.
+ */
+int idem_release(struct idem_call *c, idem_tx_fn hook, void *hook_ctx);
+
+/*
+ * Ends the lease now but keeps the claim and its recovery point, after a
+ * failure that may have left a side effect: the next retry takes it
+ * over (IDEM_RESUME) at once.  IDEM_ELOST, store errors.
+ */
+int idem_abandon(struct idem_call *c);
+
+/*
+ * Frees c.  A claim still held is not ended (its lease will run out);
+ * the run time of a claimed call feeds the typical run time behind
+ * idem_call_retry_after.  c may be NULL.
+ */
+void idem_call_free(struct idem_call *c);
+
+/*
+ * Application rows outside keyed calls.  Each is its own transaction:
+ * reads from a read transaction, writes durable on IDEM_OK.
+ */
+
+/*
+ * Copies the row's value into *val (malloc'd; the caller frees it with
+ * free(3); NULL for an empty value) and its length into *vallen.
+ * IDEM_ENOTFOUND, IDEM_EINVAL (no such table), IDEM_ETOOBIG.
+ */
+int idem_row_get(struct idem *idem, const char *table, const void *key,
+    size_t keylen, void **val, size_t *vallen);
+
+/*
+ * Inserts key -> val unless the key exists, atomically.  When it exists:
+ * IDEM_EEXIST, and if existing is not NULL the stored value is copied
+ * into *existing (malloc'd, freed by the caller) and *existinglen.
+ */
+int idem_row_insert_once(struct idem *idem, const char *table,
+    const void *key, size_t keylen, const void *val, size_t vallen,
+    void **existing, size_t *existinglen);
+
+/*
+ * Calls fn for each row of table whose key starts with prefix (prefixlen
+ * 0: every row), in key order (reverse when reverse is set), until fn
+ * returns non-zero or limit rows were visited (0: no limit).  key and
+ * val are valid only during the call.  One read transaction.
+ */
+typedef int (*idem_row_fn)(void *ctx, const void *key, size_t keylen,
+    const void *val, size_t vallen);
+int idem_row_scan(struct idem *idem, const char *table, const void *prefix,
+    size_t prefixlen, int reverse, size_t limit, idem_row_fn fn, void *ctx);
+
+/* The number of rows in table. */
+int idem_row_count(struct idem *idem, const char *table, size_t *n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -57,7 +57,7 @@
 #include "json.h"
 
 /*
- * Limits on numbers, far beyond any value a payment can carry, and small
+ * Limits on numbers, far beyond any amount an application can carry, and small
  * enough that exponent arithmetic cannot overflow an int64_t:
  * JSON_EXP_LIMIT bounds the normalised exponent, JSON_DIGITS_MAX the
  * digits of the significand, and an exponent as written saturates at

@@ -352,3 +352,27 @@ nomem:
 	rec_response_free(dst);
 	return IDEM_ENOMEM;
 }
+
+int
+rec_response_borrow(const struct idem_response *src, struct rec_response *dst)
+{
+	size_t i;
+
+	memset(dst, 0, sizeof(*dst));
+	if (src->nheaders > REC_MAX_HEADERS ||
+	    (src->nheaders > 0 && src->headers == NULL) ||
+	    (src->bodylen > 0 && src->body == NULL))
+		return IDEM_EINVAL;
+	dst->status = src->status;
+	for (i = 0; i < src->nheaders; i++) {
+		if (src->headers[i].name == NULL ||
+		    src->headers[i].value == NULL)
+			return IDEM_EINVAL;
+		dst->headers[i].name = (char *)src->headers[i].name;
+		dst->headers[i].value = (char *)src->headers[i].value;
+	}
+	dst->nheaders = src->nheaders;
+	dst->body = (uint8_t *)src->body;
+	dst->bodylen = src->bodylen;
+	return IDEM_OK;
+}

@@ -13,6 +13,7 @@
 
 #include "buf.h"
 #include "fp.h"
+#include "idem.h"
 
 #define REC_VERSION 1
 #define REC_TOKEN_SIZE 16
@@ -75,5 +76,14 @@ void rec_free(struct rec *r);
 /* Deep copy of src into dst (which rec_free then releases). */
 int rec_response_copy(struct rec_response *dst, const struct rec_response *src);
 void rec_response_free(struct rec_response *resp);
+
+/*
+ * Points dst at the parts of src, copying nothing: dst is only to be
+ * encoded, never freed, while src lives.  IDEM_EINVAL for more than
+ * REC_MAX_HEADERS headers, a header without a name or value, or a body
+ * length without a body.
+ */
+int rec_response_borrow(const struct idem_response *src,
+    struct rec_response *dst);
 
 #endif

@@ -1,25 +1,29 @@
 /*
  * store.h: durable storage for claims, responses and application rows.
  *
- * The interface is backend-neutral (claim, checkpoint, complete, release,
- * abandon, lookup, purge); store_lmdb.c implements it on LMDB and is the
- * only file that includes lmdb.h.  Every write is one transaction that
- * is synced to disk before the call returns (LMDB's default sync), so a
- * caller that got IDEM_OK may show the result to the world.
+ * The store is an interface: an operations table (struct store_ops) that
+ * a backend fills.  store_lmdb_ops (store_lmdb*.c, the only files that
+ * include lmdb.h) is the one backend today; a PostgreSQL backend or a
+ * simulated one for a deterministic simulator plugs in through
+ * store_config.backend without touching the engine, idem.c or any
+ * application.  The functions below dispatch to the handle's table.
  *
- * Writes are group-committed: every write of this process to one
- * environment that is waiting when a commit starts goes into that commit
- * (a write that fails halfway makes the batch run again one write per
- * transaction, so it rolls back alone), and each caller returns once the
- * shared commit is on disk.  A store handle may be used by many threads at once.
+ * Every write is one transaction that is durable before the call returns,
+ * so a caller that got IDEM_OK may show the result to the world.  A
+ * backend may group-commit (the LMDB one does: writes waiting when a
+ * commit starts share it, and a write that fails halfway makes the batch
+ * run again one write per transaction, so it rolls back alone): hooks
+ * (idem_tx_fn) may therefore run more than once.  A store handle may be
+ * used by many threads at once.
  *
  * Keys are addressed by (scope, key): scope is the authenticated
  * principal, key the client's Idempotency-Key.  Neither may contain a NUL
- * byte.  Application rows live in tables (enum store_table).
+ * byte.  Application rows live in tables the application names when it
+ * opens the store (store_config.tables); the store knows nothing else of
+ * them.
  *
- * Open the store after fork, once per process: an LMDB environment must
- * not be used across fork.  store_open clears reader slots left by dead
- * processes (mdb_reader_check).
+ * Open the store after fork, once per process (the LMDB backend's rule:
+ * an environment must not be used across fork).
  */
 #ifndef IDEM_STORE_H
 #define IDEM_STORE_H
@@ -29,14 +33,10 @@
 
 #include "buf.h"
 #include "engine.h"
+#include "idem.h"
 #include "record.h"
 
-enum store_table {
-	STORE_PAYMENTS = 0, /* application: payment id -> payment row */
-	STORE_BY_ACCOUNT,   /* application: scope NUL time id -> (empty) */
-	STORE_LEDGER,       /* the simulated provider's charges */
-	STORE_TABLE__MAX
-};
+struct store_ops;
 
 struct store_config {
 	const char *dir;      /* created if missing */
@@ -54,10 +54,39 @@ struct store_config {
 	 * the first handle to open the environment in this process.
 	 */
 	unsigned commit_delay_us;
+	/*
+	 * The application's tables, by name, NULL-terminated (NULL: none);
+	 * see idem_options.tables.  A table a second handle names that the
+	 * first did not is opened then.
+	 */
+	const char *const *tables;
+	const struct store_ops *backend;  /* NULL: store_lmdb_ops */
 };
 
-struct store;
+/*
+ * Every handle starts with its backend's table; the backend's own
+ * handle type embeds this as its first member.
+ */
+struct store {
+	const struct store_ops *ops;
+};
 
+/*
+ * A hook's transaction (idem.h): the store handle, the backend's
+ * transaction, and for a completion the response the hook chose.
+ */
+struct idem_tx {
+	struct store *s;
+	void *impl;
+	int may_respond;                     /* in store_complete's hook */
+	const struct idem_response *respond; /* set by idem_tx_respond */
+};
+
+/*
+ * On IDEM_OK *out is the caller's, released with store_close.
+ * IDEM_EINVAL, IDEM_ENOTFOUND (read-only and nothing there), IDEM_EROFS,
+ * IDEM_ENOMEM, IDEM_EIO.
+ */
 int store_open(const struct store_config *cfg, struct store **out);
 void store_close(struct store *s);
 
@@ -78,12 +107,18 @@ struct store_claim {
 /*
  * The recovery point a fresh claim starts with, written in the claim's
  * own transaction: a request that knows before it claims what it will
- * record (a payment's id and time) saves a write of its own.
+ * record (an id and a time) saves a write of its own.
  */
 struct store_first {
 	uint32_t stage;
 	const void *cp;
 	size_t cplen;
+	/*
+	 * Run in the claim's transaction after the fresh claim is written
+	 * (never on a take-over); its failure undoes the claim (idem_tx_fn).
+	 */
+	idem_tx_fn hook;
+	void *hook_ctx;
 };
 
 /*
@@ -114,17 +149,9 @@ int store_checkpoint(struct store *s, const char *scope, const char *key,
     const uint8_t token[REC_TOKEN_SIZE], uint32_t stage, const void *cp,
     size_t cplen, uint64_t now_ms, uint64_t lease_ms);
 
-/* An application row written with a completion, in the same transaction. */
-struct store_put {
-	enum store_table table;
-	const void *key;
-	size_t keylen;
-	const void *val;
-	size_t vallen;
-};
-
 /*
- * Completes a claim we own: stores resp and writes every put, all in one
+ * Completes a claim we own: runs hook (may be NULL), which may write rows
+ * and replace resp (idem_tx_respond), and stores the response, all in one
  * transaction, so the rows and the completion commit together or not at
  * all.  The record's expiry moves to at least now+ttl_ms: a retry of the
  * stored answer, however late the answer came, finds it for a whole TTL
@@ -133,15 +160,15 @@ struct store_put {
  */
 int store_complete(struct store *s, const char *scope, const char *key,
     const uint8_t token[REC_TOKEN_SIZE], const struct rec_response *resp,
-    const struct store_put *puts, size_t nputs, uint64_t now_ms,
-    uint64_t ttl_ms);
+    idem_tx_fn hook, void *hook_ctx, uint64_t now_ms, uint64_t ttl_ms);
 
 /*
- * Deletes a claim we own, so the key can be used afresh.  Only for a
- * failure after which no side effect can have happened.  IDEM_ELOST.
+ * Deletes a claim we own, so the key can be used afresh, and runs hook
+ * (may be NULL) in the same transaction.  Only for a failure after which
+ * no side effect can have happened.  IDEM_ELOST.
  */
 int store_release(struct store *s, const char *scope, const char *key,
-    const uint8_t token[REC_TOKEN_SIZE]);
+    const uint8_t token[REC_TOKEN_SIZE], idem_tx_fn hook, void *hook_ctx);
 
 /*
  * Ends our lease now but keeps the claim and its recovery point, for a
@@ -163,25 +190,25 @@ int store_abandon(struct store *s, const char *scope, const char *key,
 int store_purge(struct store *s, uint64_t now_ms, size_t max, size_t *purged);
 
 /* Application rows. */
-int store_get(struct store *s, enum store_table t, const void *key,
+int store_get(struct store *s, const char *table, const void *key,
     size_t keylen, struct buf *out);
 
 /*
  * Inserts key -> val unless the key exists, atomically.  When it exists,
  * IDEM_EEXIST and the stored value is appended to existing (if not NULL).
  */
-int store_insert_once(struct store *s, enum store_table t, const void *key,
+int store_insert_once(struct store *s, const char *table, const void *key,
     size_t keylen, const void *val, size_t vallen, struct buf *existing);
 
 /*
- * Calls fn for each row of table t whose key starts with prefix, in key
+ * Calls fn for each row of table whose key starts with prefix, in key
  * order (reverse order when reverse is set), until fn returns non-zero or
  * limit rows were visited (0: no limit).  key and val are valid only
  * during the call.  One read transaction.
  */
 typedef int (*store_scan_fn)(void *ctx, const void *key, size_t keylen,
     const void *val, size_t vallen);
-int store_scan(struct store *s, enum store_table t, const void *prefix,
+int store_scan(struct store *s, const char *table, const void *prefix,
     size_t prefixlen, int reverse, size_t limit, store_scan_fn fn, void *ctx);
 
 /*
@@ -203,8 +230,75 @@ int store_each_pending(struct store *s, store_each_fn fn, void *ctx);
 /* Live records of one scope, as counted against max_keys_per_scope. */
 int store_count_scope(struct store *s, const char *scope, uint64_t *n);
 
-/* Number of rows in table t, and of idempotency records. */
-int store_count(struct store *s, enum store_table t, size_t *n);
+/* Number of rows in table, and of idempotency records. */
+int store_count(struct store *s, const char *table, size_t *n);
 int store_count_keys(struct store *s, size_t *n);
+
+/* Rows inside a hook's transaction: see idem_tx_get in idem.h. */
+int store_tx_get(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen, const void **val, size_t *vallen);
+int store_tx_put(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen, const void *val, size_t vallen);
+int store_tx_del(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen);
+
+/*
+ * A backend: one function per operation above, with the same contract.
+ * open sets (*out)->ops.
+ */
+struct store_ops {
+	const char *name;
+	int (*open)(const struct store_config *cfg, struct store **out);
+	void (*close)(struct store *s);
+	int (*lookup)(struct store *s, const char *scope, const char *key,
+	    struct rec *out);
+	int (*claim)(struct store *s, const char *scope, const char *key,
+	    const uint8_t fp[FP_SIZE], const uint8_t token[REC_TOKEN_SIZE],
+	    uint64_t now_ms, uint64_t lease_ms, uint64_t ttl_ms,
+	    const struct store_first *first, struct store_claim *out);
+	int (*checkpoint)(struct store *s, const char *scope, const char *key,
+	    const uint8_t token[REC_TOKEN_SIZE], uint32_t stage,
+	    const void *cp, size_t cplen, uint64_t now_ms, uint64_t lease_ms);
+	int (*complete)(struct store *s, const char *scope, const char *key,
+	    const uint8_t token[REC_TOKEN_SIZE],
+	    const struct rec_response *resp, idem_tx_fn hook, void *hook_ctx,
+	    uint64_t now_ms, uint64_t ttl_ms);
+	int (*release)(struct store *s, const char *scope, const char *key,
+	    const uint8_t token[REC_TOKEN_SIZE], idem_tx_fn hook,
+	    void *hook_ctx);
+	int (*abandon)(struct store *s, const char *scope, const char *key,
+	    const uint8_t token[REC_TOKEN_SIZE], uint64_t now_ms);
+	int (*purge)(struct store *s, uint64_t now_ms, size_t max,
+	    size_t *purged);
+	int (*get)(struct store *s, const char *table, const void *key,
+	    size_t keylen, struct buf *out);
+	int (*insert_once)(struct store *s, const char *table,
+	    const void *key, size_t keylen, const void *val, size_t vallen,
+	    struct buf *existing);
+	int (*scan)(struct store *s, const char *table, const void *prefix,
+	    size_t prefixlen, int reverse, size_t limit, store_scan_fn fn,
+	    void *ctx);
+	int (*each)(struct store *s, store_each_fn fn, void *ctx);
+	int (*each_pending)(struct store *s, store_each_fn fn, void *ctx);
+	int (*count_scope)(struct store *s, const char *scope, uint64_t *n);
+	int (*count)(struct store *s, const char *table, size_t *n);
+	int (*count_keys)(struct store *s, size_t *n);
+	int (*tx_get)(struct idem_tx *tx, const char *table, const void *key,
+	    size_t keylen, const void **val, size_t *vallen);
+	int (*tx_put)(struct idem_tx *tx, const char *table, const void *key,
+	    size_t keylen, const void *val, size_t vallen);
+	int (*tx_del)(struct idem_tx *tx, const char *table, const void *key,
+	    size_t keylen);
+};
+
+/* The LMDB backend (store_lmdb*.c). */
+extern const struct store_ops store_lmdb_ops;
+
+/*
+ * Whether name may be an application table: 1 to STORE_TABLE_NAME_MAX
+ * bytes, none of the library's own names.
+ */
+#define STORE_TABLE_NAME_MAX 63
+int store_table_name_ok(const char *name);
 
 #endif

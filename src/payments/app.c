@@ -1,14 +1,40 @@
+/*
+ * app.c: the payments application: it opens what the handlers use,
+ * routes, authenticates, and writes one log line per request.
+ */
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "app.h"
+#include "auth.h"
 #include "err.h"
 #include "fault.h"
 #include "handlers.h"
+#include "idem.h"
+#include "keyhash.h"
 #include "metrics.h"
 #include "problem.h"
+#include "provider.h"
+
+/*
+ * Shared by every thread of the worker: what app_ensure_open sets is set
+ * under open_mu, once, and only read after that.
+ */
+struct app {
+	struct config cfg;
+	pthread_mutex_t open_mu;
+	struct idem *idem;          /* NULL until it opens */
+	struct provider *provider;  /* NULL until it opens */
+	struct auth_keys *keys;
+	int have_secret;            /* keyhash secret loaded */
+	uint8_t secret[KEYHASH_SECRET_SIZE];
+};
+
+static int app_ensure_open(struct app *a);
+static int app_open_locked(struct app *a);
 
 int
 app_open(const struct config *cfg, struct app **out, char *err, size_t errlen)
@@ -49,7 +75,7 @@ app_close(struct app *a)
 		return;
 	provider_close(a->provider);
 	metrics_close();
-	store_close(a->store);
+	idem_close(a->idem);
 	auth_keys_free(a->keys);
 	pthread_mutex_destroy(&a->open_mu);
 	free(a);
@@ -62,17 +88,24 @@ app_close(struct app *a)
 static int
 app_open_locked(struct app *a)
 {
-	struct store_config sc = { a->cfg.db_dir, a->cfg.map_size, 0,
-	    a->cfg.keys_per_account, a->cfg.commit_delay_us };
+	struct idem_options opt = {
+		.dir = a->cfg.db_dir,
+		.map_size = a->cfg.map_size,
+		.lease_ms = a->cfg.lease_ms,
+		.ttl_ms = a->cfg.ttl_ms,
+		.max_keys_per_scope = a->cfg.keys_per_account,
+		.commit_delay_us = a->cfg.commit_delay_us,
+		.tables = pay_tables,
+	};
 	char err[PATH_MAX + 64];
 	struct provider_config pc = { a->cfg.provider_dir, a->cfg.map_size,
 	    a->cfg.provider_latency_ms, a->cfg.provider_fail,
 	    a->cfg.commit_delay_us };
 	int rc;
 
-	if (a->store == NULL) {
-		if ((rc = store_open(&sc, &a->store)) != IDEM_OK) {
-			a->store = NULL;
+	if (a->idem == NULL) {
+		if ((rc = idem_open(&opt, &a->idem)) != IDEM_OK) {
+			a->idem = NULL;
 			return rc;
 		}
 		/* Counting is best effort: a failure leaves it off. */
@@ -97,7 +130,7 @@ app_open_locked(struct app *a)
 	return IDEM_OK;
 }
 
-int
+static int
 app_ensure_open(struct app *a)
 {
 	int rc;
@@ -106,31 +139,6 @@ app_ensure_open(struct app *a)
 	rc = app_open_locked(a);
 	pthread_mutex_unlock(&a->open_mu);
 	return rc;
-}
-
-void
-app_bad_request(enum req_status st, const struct app *a,
-    struct response *resp)
-{
-	switch (st) {
-	case REQ_TOO_LARGE:
-		problem_build(resp, PROBLEM_BODY_TOO_LARGE, "The body may be "
-		    "at most %zu bytes.", a->cfg.body_limit);
-		break;
-	case REQ_BAD_LENGTH:
-	case REQ_SHORT_BODY:
-		problem_build(resp, PROBLEM_BAD_LENGTH, "%s.",
-		    req_strstatus(st));
-		break;
-	case REQ_BAD_METHOD:
-		problem_build(resp, PROBLEM_BAD_REQUEST, "%s.",
-		    req_strstatus(st));
-		break;
-	default:
-		problem_build(resp, PROBLEM_INTERNAL, "%s.",
-		    req_strstatus(st));
-		break;
-	}
 }
 
 /*
@@ -190,6 +198,25 @@ app_authorize(const struct app *a, const char *principal, int metrics,
 	return -1;
 }
 
+/*
+ * What the handlers use: the store and the provider, opened now if they
+ * are not open yet (a store that was unavailable may have come back).
+ */
+static void
+app_env(struct app *a, struct pay_env *env)
+{
+	memset(env, 0, sizeof(*env));
+	env->cfg = &a->cfg;
+	pthread_mutex_lock(&a->open_mu);
+	env->open_rc = app_open_locked(a);
+	if (env->open_rc == IDEM_OK) {
+		env->idem = a->idem;
+		env->provider = a->provider;
+		env->secret = a->have_secret ? a->secret : NULL;
+	}
+	pthread_mutex_unlock(&a->open_mu);
+}
+
 static void
 app_method_not_allowed(struct response *resp, const char *allow)
 {
@@ -204,10 +231,11 @@ app_method_not_allowed(struct response *resp, const char *allow)
  * checked, so the answer names the most basic fault first.
  */
 static void
-app_route(struct app *a, struct app_note *note, enum req_status st,
+app_route(struct app *a, struct pay_note *note, enum req_status st,
     const struct request *req, struct response *resp)
 {
 	char principal[AUTH_PRINCIPAL_MAX + 1];
+	struct pay_env env;
 	const char *p = req->path;
 	int get = strcmp(req->method, "GET") == 0 ||
 	    strcmp(req->method, "HEAD") == 0;
@@ -216,17 +244,21 @@ app_route(struct app *a, struct app_note *note, enum req_status st,
 		if (!get)
 			app_method_not_allowed(resp, "GET, HEAD");
 		else if (app_authenticate(a, req, principal, resp) == 0 &&
-		    app_authorize(a, principal, 1, resp) == 0)
-			pay_metrics(a, resp);
+		    app_authorize(a, principal, 1, resp) == 0) {
+			app_env(a, &env);
+			pay_metrics(&env, resp);
+		}
 		return;
 	}
 	if (strcmp(p, "/healthz") == 0) {
 		if (!get)
 			app_method_not_allowed(resp, "GET, HEAD");
 		else if (st != REQ_OK)
-			app_bad_request(st, a, resp);
-		else
-			pay_healthz(a, resp);
+			pay_bad_request(st, &a->cfg, resp);
+		else {
+			app_env(a, &env);
+			pay_healthz(&env, resp);
+		}
 		return;
 	}
 	if (strcmp(p, "/payments") != 0 && strncmp(p, "/payments/", 10) != 0) {
@@ -246,14 +278,15 @@ app_route(struct app *a, struct app_note *note, enum req_status st,
 	if (app_authenticate(a, req, principal, resp) != 0 ||
 	    app_authorize(a, principal, 0, resp) != 0)
 		return;
+	app_env(a, &env);
 	if (strcmp(req->method, "POST") == 0)
-		pay_post(a, note, req, st, principal, resp);
+		pay_post(&env, note, req, st, principal, resp);
 	else if (st != REQ_OK)
-		app_bad_request(st, a, resp);
+		pay_bad_request(st, &a->cfg, resp);
 	else if (strcmp(p, "/payments") != 0)
-		pay_get(a, req, p + 10, principal, resp);
+		pay_get(&env, req, p + 10, principal, resp);
 	else
-		pay_list(a, req, principal, resp);
+		pay_list(&env, req, principal, resp);
 }
 
 /* The longest field copied into a log line; the rest is cut with "...". */
@@ -298,7 +331,7 @@ app_log_field(const char *v, char out[4 * APP_LOG_FIELD + 4])
  * field taken from the request is escaped.
  */
 static void
-app_log(const struct app_note *note, const struct request *req,
+app_log(const struct pay_note *note, const struct request *req,
     const struct response *resp, uint64_t ms)
 {
 	char addr[4 * APP_LOG_FIELD + 4], method[4 * APP_LOG_FIELD + 4];
@@ -330,11 +363,11 @@ app_handle(void *app, enum req_status st, const struct request *req,
     struct response *resp)
 {
 	struct app *a = app;
-	struct app_note note = { NULL, "" };
+	struct pay_note note = { NULL, "" };
 	uint64_t start = clock_now_ms(), ms;
 
 	if (st == REQ_BAD_METHOD || st == REQ_NOMEM || req->path == NULL)
-		app_bad_request(st, a, resp);
+		pay_bad_request(st, &a->cfg, resp);
 	else
 		app_route(a, &note, st, req, resp);
 	/* Payment data is never to be kept by caches on the way. */

@@ -5,6 +5,7 @@
 
 #include "cfg.h"
 #include "err.h"
+#include "fp.h"
 
 #ifndef IDEM_LOCALSTATEDIR
 #define IDEM_LOCALSTATEDIR "/var"
@@ -123,6 +124,7 @@ config_load(struct config *cfg, char *err, size_t errlen)
 	uint64_t ttl = 86400, lease = 30, limit = 65536, map = 32ULL << 30;
 	uint64_t latency = 0, per_account = UINT64_MAX, threads = 64;
 	uint64_t delay = 1000;
+	enum fp_mode mode = FP_CANONICAL;
 	const char *s;
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -177,11 +179,12 @@ config_load(struct config *cfg, char *err, size_t errlen)
 	cfg->threads = (unsigned)threads;
 	cfg->commit_delay_us = (unsigned)delay;
 	s = getenv("IDEM_FINGERPRINT");
-	if (s != NULL && *s != '\0' && fp_mode_parse(s, &cfg->fp_mode) != 0) {
+	if (s != NULL && *s != '\0' && fp_mode_parse(s, &mode) != 0) {
 		snprintf(err, errlen, "IDEM_FINGERPRINT must be \"canonical\" "
 		    "or \"raw\", not \"%s\"", s);
 		return -1;
 	}
+	cfg->fp_mode = mode == FP_RAW ? IDEM_FP_RAW : IDEM_FP_CANONICAL;
 	s = getenv("IDEM_PROVIDER_FAIL");
 	if (s != NULL && *s != '\0' &&
 	    provider_fail_parse(s, &cfg->provider_fail) != 0) {

@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 #include "auth.h"
-#include "fp.h"
+#include "idem.h"
 #include "provider.h"
 
 struct config {
@@ -48,7 +48,7 @@ struct config {
 	uint64_t keys_per_account;
 	unsigned threads;
 	unsigned commit_delay_us;
-	enum fp_mode fp_mode;
+	enum idem_fp_mode fp_mode;
 	unsigned provider_latency_ms;
 	enum provider_fail provider_fail;
 	char mount[256];

@@ -2,21 +2,21 @@
  * handlers.h: the payments endpoints, behind the router in app.c.
  *
  * Each handler gets a request that has been read and authenticated (where
- * the endpoint needs it) and fills resp.  Handlers of keyed requests own
- * the claim they make and end it before they return.
+ * the endpoint needs it), and what it needs in a struct pay_env, and
+ * fills resp.  Keyed requests run on the idempotency library (idem.h):
+ * the handler owns the claim it makes and ends it before it returns.
  */
 #ifndef PAY_HANDLERS_H
 #define PAY_HANDLERS_H
 
-#include <pthread.h>
+#include <stdint.h>
 
-#include "auth.h"
 #include "cfg.h"
+#include "idem.h"
 #include "keyhash.h"
 #include "provider.h"
 #include "request.h"
 #include "response.h"
-#include "store.h"
 
 /* Recovery points of POST /payments, kept in the claim's stage. */
 enum pay_stage {
@@ -26,41 +26,42 @@ enum pay_stage {
 };
 
 /*
- * Shared by every thread of the worker: what app_ensure_open sets is set
- * under open_mu, once, and only read after that.
+ * What the handlers use, opened by the router before it dispatches.
+ * idem and provider are NULL when they could not be opened (open_rc
+ * says why): a handler answers 503 at the point where it would first
+ * use them, so the checks before that keep their order.
  */
-struct app {
-	struct config cfg;
-	pthread_mutex_t open_mu;
-	struct store *store;        /* NULL until it opens */
-	struct provider *provider;  /* NULL until it opens */
-	struct auth_keys *keys;
-	int have_secret;            /* keyhash secret loaded */
-	uint8_t secret[KEYHASH_SECRET_SIZE];
+struct pay_env {
+	const struct config *cfg;
+	struct idem *idem;
+	struct provider *provider;
+	int open_rc;
+	const uint8_t *secret;       /* keyhash secret; NULL: not loaded */
 };
 
 /* What the handling of one request notes for its log line. */
-struct app_note {
+struct pay_note {
 	const char *outcome;           /* replay, claim, ... */
 	char keyhash[KEYHASH_HEX + 1]; /* keyhash of scope and key, or "" */
 };
 
-/* Opens the store and the provider if they are not open; IDEM_OK or error. */
-int app_ensure_open(struct app *a);
+/* The tables payments keeps in the store (idem_options.tables). */
+extern const char *const pay_tables[];
 
 /* Maps a request that could not be read (st != REQ_OK) to its problem. */
-void app_bad_request(enum req_status st, const struct app *a,
+void pay_bad_request(enum req_status st, const struct config *cfg,
     struct response *resp);
 
-void pay_post(struct app *a, struct app_note *note, const struct request *req,
-    enum req_status st, const char *scope, struct response *resp);
-void pay_get(struct app *a, const struct request *req, const char *id,
-    const char *scope, struct response *resp);
-void pay_list(struct app *a, const struct request *req, const char *scope,
+void pay_post(const struct pay_env *env, struct pay_note *note,
+    const struct request *req, enum req_status st, const char *scope,
     struct response *resp);
-void pay_healthz(struct app *a, struct response *resp);
+void pay_get(const struct pay_env *env, const struct request *req,
+    const char *id, const char *scope, struct response *resp);
+void pay_list(const struct pay_env *env, const struct request *req,
+    const char *scope, struct response *resp);
+void pay_healthz(const struct pay_env *env, struct response *resp);
 /* Prometheus text format: counters of every worker of this store. */
-void pay_metrics(struct app *a, struct response *resp);
+void pay_metrics(const struct pay_env *env, struct response *resp);
 
 /* The 503 for a store error: problem+json with Retry-After. */
 void pay_store_error(struct response *resp, int err);

@@ -4,7 +4,7 @@
  * The ledger is a separate store (its own LMDB environment), because a
  * real provider is outside our transactions: nothing we commit or roll
  * back can undo a charge.  Each row is keyed by the caller's idempotency
- * key and written with store_insert_once, so "have I seen this key" and
+ * key and written with idem_row_insert_once, so "have I seen this key" and
  * "record this charge" are one atomic step even with many worker
  * processes calling at once; that is what makes the provider charge at
  * most once per key, the way a real one does.
@@ -26,7 +26,7 @@
 #include "err.h"
 #include "fault.h"
 #include "provider.h"
-#include "store.h"
+#include "idem.h"
 
 /*
  * Ledger row, version 1, big-endian:
@@ -40,9 +40,11 @@
 #define LEDGER_VERSION 1
 #define LEDGER_CURRENCY_MAX 15
 #define LEDGER_ID_RANDOM 12 /* bytes: 24 hex digits */
+/* The ledger's one table: derived key -> ledger row. */
+#define PROVIDER_TABLE "ledger"
 
 struct provider {
-	struct store *ledger;
+	struct idem *ledger;
 	unsigned latency_ms;
 	enum provider_fail fail;
 };
@@ -65,7 +67,8 @@ static const char *const provider_fail_names[PROVIDER_FAIL__MAX] = {
 int
 provider_open(const struct provider_config *cfg, struct provider **out)
 {
-	struct store_config sc;
+	static const char *const tables[] = { PROVIDER_TABLE, NULL };
+	struct idem_options opt;
 	struct provider *p;
 	int rc;
 
@@ -74,11 +77,12 @@ provider_open(const struct provider_config *cfg, struct provider **out)
 		return IDEM_EINVAL;
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		return IDEM_ENOMEM;
-	memset(&sc, 0, sizeof(sc));
-	sc.dir = cfg->dir;
-	sc.map_size = cfg->map_size;
-	sc.commit_delay_us = cfg->commit_delay_us;
-	if ((rc = store_open(&sc, &p->ledger)) != IDEM_OK) {
+	memset(&opt, 0, sizeof(opt));
+	opt.dir = cfg->dir;
+	opt.map_size = cfg->map_size;
+	opt.commit_delay_us = cfg->commit_delay_us;
+	opt.tables = tables;
+	if ((rc = idem_open(&opt, &p->ledger)) != IDEM_OK) {
 		free(p);
 		return rc;
 	}
@@ -93,7 +97,7 @@ provider_close(struct provider *p)
 {
 	if (p == NULL)
 		return;
-	store_close(p->ledger);
+	idem_close(p->ledger);
 	free(p);
 }
 
@@ -183,13 +187,13 @@ provider_new_id(char id[PROVIDER_ID_SIZE])
  * not be told the original charge's id.
  */
 static int
-provider_replay(const struct buf *stored, int64_t amount,
+provider_replay(const void *stored, size_t storedlen, int64_t amount,
     const char *currency, struct provider_charge *out)
 {
 	struct ledger_row r;
 	int rc;
 
-	if ((rc = ledger_decode(stored->data, stored->len, &r)) != IDEM_OK)
+	if ((rc = ledger_decode(stored, storedlen, &r)) != IDEM_OK)
 		return rc;
 	out->replayed = 1;
 	if (r.amount != amount || strcmp(r.currency, currency) != 0) {
@@ -205,9 +209,10 @@ int
 provider_charge(struct provider *p, const char *key, int64_t amount,
     const char *currency, uint64_t now_ms, struct provider_charge *out)
 {
-	struct buf row = BUF_INIT, stored = BUF_INIT;
+	struct buf row = BUF_INIT;
 	struct ledger_row r;
-	size_t klen;
+	void *stored = NULL;
+	size_t klen, storedlen = 0;
 	int rc;
 
 	fault_point("in_provider");
@@ -235,10 +240,10 @@ provider_charge(struct provider *p, const char *key, int64_t amount,
 	if ((rc = ledger_encode(&r, &row)) != IDEM_OK)
 		goto out;
 
-	rc = store_insert_once(p->ledger, STORE_LEDGER, key, klen, row.data,
-	    row.len, &stored);
+	rc = idem_row_insert_once(p->ledger, PROVIDER_TABLE, key, klen,
+	    row.data, row.len, &stored, &storedlen);
 	if (rc == IDEM_EEXIST) {
-		rc = provider_replay(&stored, amount, currency, out);
+		rc = provider_replay(stored, storedlen, amount, currency, out);
 		goto out;
 	}
 	if (rc != IDEM_OK)
@@ -257,7 +262,7 @@ provider_charge(struct provider *p, const char *key, int64_t amount,
 	out->outcome = r.outcome;
 	memcpy(out->id, r.id, sizeof(out->id));
 out:
-	buf_free(&stored);
+	free(stored);
 	buf_free(&row);
 	return rc;
 }
@@ -292,7 +297,7 @@ provider_count(struct provider *p, size_t *charges, size_t *declines)
 	struct provider_tally t = { 0, 0, IDEM_OK };
 	int rc;
 
-	rc = store_scan(p->ledger, STORE_LEDGER, NULL, 0, 0, 0,
+	rc = idem_row_scan(p->ledger, PROVIDER_TABLE, NULL, 0, 0, 0,
 	    provider_tally_row, &t);
 	if (rc != IDEM_OK)
 		return rc;
@@ -306,13 +311,15 @@ provider_count(struct provider *p, size_t *charges, size_t *declines)
 int
 provider_charges_for(struct provider *p, const char *key, size_t *n)
 {
-	struct buf b = BUF_INIT;
 	struct ledger_row r;
+	void *val = NULL;
+	size_t vallen = 0;
 	int rc;
 
 	if (key == NULL || key[0] == '\0')
 		return IDEM_EINVAL;
-	rc = store_get(p->ledger, STORE_LEDGER, key, strlen(key), &b);
+	rc = idem_row_get(p->ledger, PROVIDER_TABLE, key, strlen(key), &val,
+	    &vallen);
 	if (rc == IDEM_ENOTFOUND) {
 		*n = 0;
 		rc = IDEM_OK;
@@ -320,11 +327,11 @@ provider_charges_for(struct provider *p, const char *key, size_t *n)
 	}
 	if (rc != IDEM_OK)
 		goto out;
-	if ((rc = ledger_decode(b.data, b.len, &r)) != IDEM_OK)
+	if ((rc = ledger_decode(val, vallen, &r)) != IDEM_OK)
 		goto out;
 	*n = r.outcome == PROVIDER_CHARGED ? 1 : 0;
 out:
-	buf_free(&b);
+	free(val);
 	return rc;
 }
 

@@ -202,7 +202,7 @@ sb_lmdb_one(struct sb_thread *t, uint64_t i)
 	resp.body = (uint8_t *)o->answer;
 	resp.bodylen = strlen(o->answer);
 	rc = store_complete(t->run->store, o->scope, key, token, &resp, NULL,
-	    0, now, SB_TTL_MS);
+	    NULL, now, SB_TTL_MS);
 	if (rc != IDEM_OK) {
 		snprintf(t->err, sizeof(t->err), "store_complete %s: %s", key,
 		    idem_strerror(rc));

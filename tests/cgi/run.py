@@ -38,6 +38,9 @@ import threading
 import time
 import urllib.parse
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from lib.common import REPLAY_EXEMPT, SANITIZER_MARKS, Results  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCENARIO_DIR = os.path.join(HERE, "scenarios")
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -60,15 +63,7 @@ SHAPES = {
     "text": r"[^\"]+",
 }
 
-# Headers a replay need not repeat from the original (RFC 9110 says Date is
-# generated per message); every other header of the original must be equal.
-REPLAY_EXEMPT = {"date", "idempotent-replayed"}
-
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::([^{}]*))?\}")
-
-SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
-                   "runtime error:", "ERROR: UndefinedBehaviorSanitizer",
-                   "WARNING: ThreadSanitizer", "ERROR: ThreadSanitizer")
 
 # Valgrind's closing count when it found something (memcheck errors, and
 # leaks of the kinds given to --errors-for-leak-kinds).
@@ -1119,20 +1114,15 @@ def main():
     if not os.path.isdir(args.scenarios):
         sys.exit("run.py: no directory %s" % args.scenarios)
     paths = find_scenarios(args.scenarios_named, args.scenarios)
-    passed = failed = 0
+    results = Results()
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
         futures = [pool.submit(run_one, p, args) for p in paths]
         for fut in futures:
             ok, line, extra = fut.result()
-            print(line, flush=True)
+            results.add(ok, line)
             for l in extra:
                 print(l, flush=True)
-            if ok:
-                passed += 1
-            else:
-                failed += 1
-    print("%s: %d passed, %d failed" % (args.suite, passed, failed))
-    return 0 if failed == 0 else 1
+    return results.summary(args.suite)
 
 
 if __name__ == "__main__":

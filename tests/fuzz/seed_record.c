@@ -90,7 +90,7 @@ seed_complete(struct rec *r, int status, const char *ctype,
 	r->resp.status = status;
 	r->resp.nheaders = 0;
 	if (ctype != NULL) {
-		r->resp.headers[0].name = "Content-Type";
+		r->resp.headers[0].name = (char *)"Content-Type";
 		r->resp.headers[0].value = (char *)ctype;
 		r->resp.nheaders = 1;
 	}
@@ -135,9 +135,9 @@ seed_all(const char *dir)
 	crypto_sha256(body.data, body.len, d);
 	crypto_hex(d, sizeof(d), hex);
 	snprintf(etag, sizeof(etag), "\"%.16s\"", hex);
-	r.resp.headers[1].name = "Location";
+	r.resp.headers[1].name = (char *)"Location";
 	r.resp.headers[1].value = location;
-	r.resp.headers[2].name = "ETag";
+	r.resp.headers[2].name = (char *)"ETag";
 	r.resp.headers[2].value = etag;
 	r.resp.nheaders = 3;
 	rc |= seed_write(dir, "created", &r);

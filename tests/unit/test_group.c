@@ -22,6 +22,7 @@
 #define NDUP 40     /* keys every thread claims: exactly one wins each */
 #define NOWN 60     /* keys of each thread's own */
 
+static const char *const tables[] = { "ledger", NULL };
 static char dir[512];
 static struct store *st;
 static uint8_t fp[FP_SIZE];
@@ -47,7 +48,7 @@ suite_init(void)
 static void
 up(void)
 {
-	struct store_config cfg = { NULL, 0, 0, 0, 0 };
+	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL };
 
 	harness_mkdtemp(dir, sizeof(dir));
 	cfg.dir = dir;
@@ -100,7 +101,7 @@ worker_main(void *arg)
 		if (c.decision == ENGINE_CLAIM) {
 			if (i < NDUP)
 				w->claimed_dup++;
-			if (store_complete(st, "acct", key, t, &resp, NULL, 0,
+			if (store_complete(st, "acct", key, t, &resp, NULL, NULL,
 			    T0 + 1, TTL) != IDEM_OK)
 				w->errors++;
 			else if (i >= NDUP)
@@ -163,7 +164,7 @@ mixed_main(void *arg)
 {
 	struct mixed *m = arg;
 	static const char cp[] = "a recovery point";
-	struct store_first first = { 1, cp, sizeof(cp) };
+	struct store_first first = { 1, cp, sizeof(cp), NULL, NULL };
 	struct rec_response resp;
 	struct store_claim c;
 	struct buf existing = BUF_INIT;
@@ -180,7 +181,7 @@ mixed_main(void *arg)
 		 */
 		if (!m->failing) {
 			buf_reset(&existing);
-			if (store_insert_once(st, STORE_LEDGER, "row", 3, "other",
+			if (store_insert_once(st, "ledger", "row", 3, "other",
 			    5, &existing) == IDEM_EEXIST && existing.len == 5 &&
 			    memcmp(existing.data, "value", 5) == 0)
 				m->rows_ok++;
@@ -189,7 +190,7 @@ mixed_main(void *arg)
 		    m->failing ? "done" : "new", m->n, i);
 		token(t, m->n, i);
 		if (m->failing)
-			rc = store_complete(st, "acct", key, t, &resp, NULL, 0,
+			rc = store_complete(st, "acct", key, t, &resp, NULL, NULL,
 			    T0 + 1, TTL);
 		else {
 			rc = store_claim(st, "acct", key, fp, t, T0, LEASE, TTL,
@@ -227,7 +228,7 @@ test_failure_rolls_back_alone(void)
 	int i, j, claims = 0, efull = 0, other = 0, rows = 0;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
-	HARNESS_EQ(store_insert_once(st, STORE_LEDGER, "row", 3, "value", 5,
+	HARNESS_EQ(store_insert_once(st, "ledger", "row", 3, "value", 5,
 	    NULL), IDEM_OK);
 	/* Claims for the completions to fail on. */
 	for (i = 0; i < NTHREADS / 2; i++)

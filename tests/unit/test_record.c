@@ -51,12 +51,12 @@ fill_completed(struct rec *r)
 	memset(r->token, 0, sizeof(r->token));
 	r->resp.status = 201;
 	r->resp.nheaders = 3;
-	r->resp.headers[0].name = "Content-Type";
-	r->resp.headers[0].value = "application/json";
-	r->resp.headers[1].name = "Location";
-	r->resp.headers[1].value = "/payments/pay_123";
-	r->resp.headers[2].name = "ETag";
-	r->resp.headers[2].value = "\"abc\"";
+	r->resp.headers[0].name = (char *)"Content-Type";
+	r->resp.headers[0].value = (char *)"application/json";
+	r->resp.headers[1].name = (char *)"Location";
+	r->resp.headers[1].value = (char *)"/payments/pay_123";
+	r->resp.headers[2].name = (char *)"ETag";
+	r->resp.headers[2].value = (char *)"\"abc\"";
 	r->resp.body = (uint8_t *)body_bin;
 	r->resp.bodylen = sizeof(body_bin);
 }

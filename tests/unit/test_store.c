@@ -15,6 +15,7 @@
 #include "crypto.h"
 #include "engine.h"
 #include "err.h"
+#include "idem.h"
 #include "record.h"
 #include "store.h"
 
@@ -25,6 +26,37 @@
 #define TTL 86400000ULL
 
 static char dir[512];
+static const char *const tables[] = {
+	"payments", "by_account", "ledger", NULL
+};
+
+/* Rows a completion writes, through its hook. */
+struct test_put {
+	const char *table;
+	const void *key;
+	size_t keylen;
+	const void *val;
+	size_t vallen;
+};
+
+struct test_puts {
+	const struct test_put *p;
+	size_t n;
+};
+
+static int
+test_puts(void *ctx, struct idem_tx *tx)
+{
+	const struct test_puts *w = ctx;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < w->n; i++)
+		if ((rc = idem_tx_put(tx, w->p[i].table, w->p[i].key,
+		    w->p[i].keylen, w->p[i].val, w->p[i].vallen)) != IDEM_OK)
+			return rc;
+	return IDEM_OK;
+}
 static struct store *st;
 
 static uint8_t fp_a[FP_SIZE];
@@ -48,7 +80,7 @@ suite_init(void)
 static void
 store_up(void)
 {
-	struct store_config cfg = { NULL, 0, 0, 0, 0 };
+	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL };
 
 	harness_mkdtemp(dir, sizeof(dir));
 	cfg.dir = dir;
@@ -79,12 +111,12 @@ response(struct rec_response *r)
 	memset(r, 0, sizeof(*r));
 	r->status = 201;
 	r->nheaders = 3;
-	r->headers[0].name = "Content-Type";
-	r->headers[0].value = "application/json";
-	r->headers[1].name = "Location";
-	r->headers[1].value = "/payments/pay_1";
-	r->headers[2].name = "ETag";
-	r->headers[2].value = "\"v1\"";
+	r->headers[0].name = (char *)"Content-Type";
+	r->headers[0].value = (char *)"application/json";
+	r->headers[1].name = (char *)"Location";
+	r->headers[1].value = (char *)"/payments/pay_1";
+	r->headers[2].name = (char *)"ETag";
+	r->headers[2].value = (char *)"\"v1\"";
 	r->body = (uint8_t *)body_bin;
 	r->bodylen = sizeof(body_bin);
 }
@@ -136,7 +168,7 @@ complete(struct store *s, const char *scope, const char *key, int token,
 
 	tok(t, token);
 	response(&r);
-	return store_complete(s, scope, key, t, &r, NULL, 0, now, TTL);
+	return store_complete(s, scope, key, t, &r, NULL, NULL, now, TTL);
 }
 
 static void
@@ -253,11 +285,11 @@ test_release_then_claim(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
 	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
 	tok(t, 1);
-	HARNESS_EQ(store_release(st, "acct", "k", t), IDEM_OK);
+	HARNESS_EQ(store_release(st, "acct", "k", t, NULL, NULL), IDEM_OK);
 	HARNESS_EQ(store_lookup(st, "acct", "k", &r), IDEM_ENOTFOUND);
 	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
 	HARNESS_EQ(n, 0);
-	HARNESS_EQ(store_release(st, "acct", "k", t), IDEM_ELOST);
+	HARNESS_EQ(store_release(st, "acct", "k", t, NULL, NULL), IDEM_ELOST);
 
 	tok(t, 2);
 	HARNESS_EQ(store_claim(st, "acct", "k", fp_b, t, T0 + 1, LEASE, TTL, NULL,
@@ -311,7 +343,7 @@ static void
 test_old_token_lost(void)
 {
 	struct rec_response resp;
-	struct store_put put = { STORE_PAYMENTS, "pay_1", 5, "row", 3 };
+	struct test_put put = { "payments", "pay_1", 5, "row", 3 };
 	struct rec r;
 	struct buf b = BUF_INIT;
 	uint8_t old[REC_TOKEN_SIZE];
@@ -325,9 +357,10 @@ test_old_token_lost(void)
 	response(&resp);
 	HARNESS_EQ(store_checkpoint(st, "acct", "k", old, 5, "x", 1, later,
 	    LEASE), IDEM_ELOST);
-	HARNESS_EQ(store_complete(st, "acct", "k", old, &resp, &put, 1, later, TTL),
+	HARNESS_EQ(store_complete(st, "acct", "k", old, &resp, test_puts,
+	    &(struct test_puts){ &put, 1 }, later, TTL),
 	    IDEM_ELOST);
-	HARNESS_EQ(store_release(st, "acct", "k", old), IDEM_ELOST);
+	HARNESS_EQ(store_release(st, "acct", "k", old, NULL, NULL), IDEM_ELOST);
 	HARNESS_EQ(store_abandon(st, "acct", "k", old, later), IDEM_ELOST);
 
 	/* None of them wrote anything. */
@@ -337,7 +370,7 @@ test_old_token_lost(void)
 	HARNESS_EQ(r.attempts, 2);
 	CU_ASSERT(r.lease_ms == later + LEASE);
 	rec_free(&r);
-	HARNESS_EQ(store_get(st, STORE_PAYMENTS, "pay_1", 5, &b),
+	HARNESS_EQ(store_get(st, "payments", "pay_1", 5, &b),
 	    IDEM_ENOTFOUND);
 	/* The new owner still holds it. */
 	HARNESS_EQ(complete(st, "acct", "k", 2, later + 1), IDEM_OK);
@@ -369,9 +402,9 @@ static void
 test_complete_puts_atomic(void)
 {
 	struct rec_response resp;
-	struct store_put puts[2] = {
-		{ STORE_PAYMENTS, "pay_1", 5, "{\"amount\":1}", 12 },
-		{ STORE_BY_ACCOUNT, "acct\0t1", 7, "pay_1", 5 },
+	struct test_put puts[2] = {
+		{ "payments", "pay_1", 5, "{\"amount\":1}", 12 },
+		{ "by_account", "acct\0t1", 7, "pay_1", 5 },
 	};
 	struct buf b = BUF_INIT;
 	uint8_t t[REC_TOKEN_SIZE];
@@ -381,21 +414,23 @@ test_complete_puts_atomic(void)
 	response(&resp);
 	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
 	tok(t, 2);
-	HARNESS_EQ(store_complete(st, "acct", "k", t, &resp, puts, 2, T0 + 1, TTL),
+	HARNESS_EQ(store_complete(st, "acct", "k", t, &resp, test_puts,
+	    &(struct test_puts){ puts, 2 }, T0 + 1, TTL),
 	    IDEM_ELOST);
-	HARNESS_EQ(store_count(st, STORE_PAYMENTS, &n), IDEM_OK);
+	HARNESS_EQ(store_count(st, "payments", &n), IDEM_OK);
 	HARNESS_EQ(n, 0);
-	HARNESS_EQ(store_count(st, STORE_BY_ACCOUNT, &n), IDEM_OK);
+	HARNESS_EQ(store_count(st, "by_account", &n), IDEM_OK);
 	HARNESS_EQ(n, 0);
 
 	tok(t, 1);
-	HARNESS_EQ(store_complete(st, "acct", "k", t, &resp, puts, 2, T0 + 1, TTL),
+	HARNESS_EQ(store_complete(st, "acct", "k", t, &resp, test_puts,
+	    &(struct test_puts){ puts, 2 }, T0 + 1, TTL),
 	    IDEM_OK);
-	HARNESS_EQ(store_get(st, STORE_PAYMENTS, "pay_1", 5, &b), IDEM_OK);
+	HARNESS_EQ(store_get(st, "payments", "pay_1", 5, &b), IDEM_OK);
 	HARNESS_EQ(b.len, 12);
 	CU_ASSERT(memcmp(b.data, "{\"amount\":1}", 12) == 0);
 	buf_reset(&b);
-	HARNESS_EQ(store_get(st, STORE_BY_ACCOUNT, "acct\0t1", 7, &b),
+	HARNESS_EQ(store_get(st, "by_account", "acct\0t1", 7, &b),
 	    IDEM_OK);
 	CU_ASSERT(b.len == 5 && memcmp(b.data, "pay_1", 5) == 0);
 	buf_free(&b);
@@ -406,9 +441,9 @@ static void
 test_complete_bad_put_writes_nothing(void)
 {
 	struct rec_response resp;
-	struct store_put puts[2] = {
-		{ STORE_PAYMENTS, "pay_1", 5, "row", 3 },
-		{ STORE_LEDGER, "", 0, "x", 1 },
+	struct test_put puts[2] = {
+		{ "payments", "pay_1", 5, "row", 3 },
+		{ "ledger", "", 0, "x", 1 },
 	};
 	struct rec r;
 	uint8_t t[REC_TOKEN_SIZE];
@@ -418,18 +453,20 @@ test_complete_bad_put_writes_nothing(void)
 	response(&resp);
 	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
 	tok(t, 1);
-	HARNESS_EQ(store_complete(st, "acct", "k", t, &resp, puts, 2, T0 + 1, TTL),
+	HARNESS_EQ(store_complete(st, "acct", "k", t, &resp, test_puts,
+	    &(struct test_puts){ puts, 2 }, T0 + 1, TTL),
 	    IDEM_EINVAL);
-	HARNESS_EQ(store_count(st, STORE_PAYMENTS, &n), IDEM_OK);
+	HARNESS_EQ(store_count(st, "payments", &n), IDEM_OK);
 	HARNESS_EQ(n, 0);
 	HARNESS_EQ(store_lookup(st, "acct", "k", &r), IDEM_OK);
 	HARNESS_EQ(r.state, REC_IN_PROGRESS);
 	rec_free(&r);
 	/* A response the codec refuses leaves everything as it was, too. */
 	resp.status = 7;
-	HARNESS_EQ(store_complete(st, "acct", "k", t, &resp, puts, 1, T0 + 1, TTL),
+	HARNESS_EQ(store_complete(st, "acct", "k", t, &resp, test_puts,
+	    &(struct test_puts){ puts, 1 }, T0 + 1, TTL),
 	    IDEM_EINVAL);
-	HARNESS_EQ(store_count(st, STORE_PAYMENTS, &n), IDEM_OK);
+	HARNESS_EQ(store_count(st, "payments", &n), IDEM_OK);
 	HARNESS_EQ(n, 0);
 }
 
@@ -613,12 +650,12 @@ test_scopes_isolated(void)
 	rec_free(&r);
 	/* Bob's token does nothing to Alice's key, and the other way round. */
 	tok(t, 2);
-	HARNESS_EQ(store_release(st, "bob", "k", t), IDEM_OK);
+	HARNESS_EQ(store_release(st, "bob", "k", t, NULL, NULL), IDEM_OK);
 	HARNESS_EQ(store_lookup(st, "alice", "k", &r), IDEM_OK);
 	HARNESS_EQ(r.state, REC_COMPLETED);
 	rec_free(&r);
 	tok(t, 1);
-	HARNESS_EQ(store_release(st, "bob", "k", t), IDEM_ELOST);
+	HARNESS_EQ(store_release(st, "bob", "k", t, NULL, NULL), IDEM_ELOST);
 
 	/* Concatenations that look alike are different keys. */
 	HARNESS_EQ(claim(st, "ab", "c", fp_a, 3, T0, NULL), ENGINE_CLAIM);
@@ -633,21 +670,21 @@ test_insert_once(void)
 	size_t n;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
-	HARNESS_EQ(store_insert_once(st, STORE_LEDGER, "charge:a:k", 10,
+	HARNESS_EQ(store_insert_once(st, "ledger", "charge:a:k", 10,
 	    "first", 5, &b), IDEM_OK);
 	HARNESS_EQ(b.len, 0);
-	HARNESS_EQ(store_insert_once(st, STORE_LEDGER, "charge:a:k", 10,
+	HARNESS_EQ(store_insert_once(st, "ledger", "charge:a:k", 10,
 	    "second", 6, &b), IDEM_EEXIST);
 	CU_ASSERT(b.len == 5 && memcmp(b.data, "first", 5) == 0);
-	HARNESS_EQ(store_insert_once(st, STORE_LEDGER, "charge:a:k", 10,
+	HARNESS_EQ(store_insert_once(st, "ledger", "charge:a:k", 10,
 	    "third", 5, NULL), IDEM_EEXIST);
 	buf_reset(&b);
-	HARNESS_EQ(store_get(st, STORE_LEDGER, "charge:a:k", 10, &b), IDEM_OK);
+	HARNESS_EQ(store_get(st, "ledger", "charge:a:k", 10, &b), IDEM_OK);
 	CU_ASSERT(b.len == 5 && memcmp(b.data, "first", 5) == 0);
-	HARNESS_EQ(store_count(st, STORE_LEDGER, &n), IDEM_OK);
+	HARNESS_EQ(store_count(st, "ledger", &n), IDEM_OK);
 	HARNESS_EQ(n, 1);
 	/* Tables are separate key spaces. */
-	HARNESS_EQ(store_insert_once(st, STORE_PAYMENTS, "charge:a:k", 10,
+	HARNESS_EQ(store_insert_once(st, "payments", "charge:a:k", 10,
 	    "p", 1, NULL), IDEM_OK);
 	buf_free(&b);
 }
@@ -680,7 +717,7 @@ put_rows(const char *const *keys, size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		HARNESS_EQ(store_insert_once(st, STORE_BY_ACCOUNT, keys[i],
+		HARNESS_EQ(store_insert_once(st, "by_account", keys[i],
 		    strlen(keys[i]), "v", 1, NULL), IDEM_OK);
 }
 
@@ -695,14 +732,14 @@ test_scan_prefix(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
 	put_rows(keys, sizeof(keys) / sizeof(keys[0]));
 	memset(&c, 0, sizeof(c));
-	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "b", 1, 0, 0, collect_fn,
+	HARNESS_EQ(store_scan(st, "by_account", "b", 1, 0, 0, collect_fn,
 	    &c), IDEM_OK);
 	HARNESS_EQ(c.n, 5);
 	CU_ASSERT_STRING_EQUAL(c.seen[0], "b");
 	CU_ASSERT_STRING_EQUAL(c.seen[4], "ba");
 
 	memset(&c, 0, sizeof(c));
-	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "b", 1, 1, 0, collect_fn,
+	HARNESS_EQ(store_scan(st, "by_account", "b", 1, 1, 0, collect_fn,
 	    &c), IDEM_OK);
 	HARNESS_EQ(c.n, 5);
 	CU_ASSERT_STRING_EQUAL(c.seen[0], "ba");
@@ -710,32 +747,32 @@ test_scan_prefix(void)
 	CU_ASSERT_STRING_EQUAL(c.seen[4], "b");
 
 	memset(&c, 0, sizeof(c));
-	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "b", 1, 1, 2, collect_fn,
+	HARNESS_EQ(store_scan(st, "by_account", "b", 1, 1, 2, collect_fn,
 	    &c), IDEM_OK);
 	HARNESS_EQ(c.n, 2);
 
 	memset(&c, 0, sizeof(c));
 	c.stop_after = 3;
-	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "b", 1, 0, 0, collect_fn,
+	HARNESS_EQ(store_scan(st, "by_account", "b", 1, 0, 0, collect_fn,
 	    &c), IDEM_OK);
 	HARNESS_EQ(c.n, 3);
 
 	/* The last range in the table, and one that matches nothing. */
 	memset(&c, 0, sizeof(c));
-	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "c", 1, 1, 0, collect_fn,
+	HARNESS_EQ(store_scan(st, "by_account", "c", 1, 1, 0, collect_fn,
 	    &c), IDEM_OK);
 	HARNESS_EQ(c.n, 2);
 	CU_ASSERT_STRING_EQUAL(c.seen[0], "c1");
 	memset(&c, 0, sizeof(c));
-	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "bb", 2, 1, 0, collect_fn,
+	HARNESS_EQ(store_scan(st, "by_account", "bb", 2, 1, 0, collect_fn,
 	    &c), IDEM_OK);
 	HARNESS_EQ(c.n, 0);
 	memset(&c, 0, sizeof(c));
-	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "bb", 2, 0, 0, collect_fn,
+	HARNESS_EQ(store_scan(st, "by_account", "bb", 2, 0, 0, collect_fn,
 	    &c), IDEM_OK);
 	HARNESS_EQ(c.n, 0);
 	memset(&c, 0, sizeof(c));
-	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, NULL, 0, 1, 0, collect_fn,
+	HARNESS_EQ(store_scan(st, "by_account", NULL, 0, 1, 0, collect_fn,
 	    &c), IDEM_OK);
 	HARNESS_EQ(c.n, 8);
 	CU_ASSERT_STRING_EQUAL(c.seen[0], "c1");
@@ -754,24 +791,24 @@ test_scan_reverse_ff(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
 	put_rows(keys, sizeof(keys) / sizeof(keys[0]));
 	memset(&c, 0, sizeof(c));
-	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "a\xff", 2, 1, 0,
+	HARNESS_EQ(store_scan(st, "by_account", "a\xff", 2, 1, 0,
 	    collect_fn, &c), IDEM_OK);
 	HARNESS_EQ(c.n, 4);
 	CU_ASSERT_STRING_EQUAL(c.seen[0], "a\xff\xff\x02");
 	CU_ASSERT_STRING_EQUAL(c.seen[3], "a\xff");
 
 	memset(&c, 0, sizeof(c));
-	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "a\xff\xff", 3, 1, 0,
+	HARNESS_EQ(store_scan(st, "by_account", "a\xff\xff", 3, 1, 0,
 	    collect_fn, &c), IDEM_OK);
 	HARNESS_EQ(c.n, 2);
 
 	memset(&c, 0, sizeof(c));
-	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "\xff", 1, 1, 0,
+	HARNESS_EQ(store_scan(st, "by_account", "\xff", 1, 1, 0,
 	    collect_fn, &c), IDEM_OK);
 	HARNESS_EQ(c.n, 2);
 	CU_ASSERT_STRING_EQUAL(c.seen[0], "\xff\xff");
 	memset(&c, 0, sizeof(c));
-	HARNESS_EQ(store_scan(st, STORE_BY_ACCOUNT, "\xff\xff", 2, 1, 0,
+	HARNESS_EQ(store_scan(st, "by_account", "\xff\xff", 2, 1, 0,
 	    collect_fn, &c), IDEM_OK);
 	HARNESS_EQ(c.n, 1);
 }
@@ -815,9 +852,9 @@ test_each_and_count(void)
 	HARNESS_EQ(e.saw_bob, 1);
 	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
 	HARNESS_EQ(n, 3);
-	HARNESS_EQ(store_count(st, STORE_PAYMENTS, &n), IDEM_OK);
+	HARNESS_EQ(store_count(st, "payments", &n), IDEM_OK);
 	HARNESS_EQ(n, 0);
-	HARNESS_EQ(store_count(st, STORE_TABLE__MAX, &n), IDEM_EINVAL);
+	HARNESS_EQ(store_count(st, "nosuch", &n), IDEM_EINVAL);
 }
 
 static void
@@ -963,7 +1000,7 @@ test_purge_not_blocked_by_pending(void)
 static struct store *
 open_limited(char *d, size_t dlen, uint64_t max)
 {
-	struct store_config cfg = { NULL, 0, 0, max, 0 };
+	struct store_config cfg = { NULL, 0, 0, max, 0, tables, NULL };
 	struct store *s = NULL;
 
 	harness_mkdtemp(d, dlen);
@@ -1015,7 +1052,7 @@ test_scope_limit(void)
 	HARNESS_EQ(claim(s, "other", "k6", fp_a, 1, T0 + 1000, NULL),
 	    -IDEM_ELIMIT);
 	tok(t, 1);
-	HARNESS_EQ(store_release(s, "other", "k5", t), IDEM_OK);
+	HARNESS_EQ(store_release(s, "other", "k5", t, NULL, NULL), IDEM_OK);
 	HARNESS_EQ(claim(s, "other", "k6", fp_a, 1, T0 + 1000, NULL),
 	    ENGINE_CLAIM);
 	/*
@@ -1038,8 +1075,8 @@ test_scope_limit(void)
 static void
 test_full_store_keeps_room_to_complete(void)
 {
-	struct store_config cfg = { NULL, SMALL_MAP, 0, 0, 0 };
-	struct store_put put = { STORE_PAYMENTS, "pay_1", 5, "row", 3 };
+	struct store_config cfg = { NULL, SMALL_MAP, 0, 0, 0, tables, NULL };
+	struct test_put put = { "payments", "pay_1", 5, "row", 3 };
 	struct rec_response resp;
 	uint8_t t[REC_TOKEN_SIZE];
 	char key[64], fdir[512];
@@ -1062,7 +1099,8 @@ test_full_store_keeps_room_to_complete(void)
 	HARNESS_EQ(rc, -IDEM_EFULL);
 	response(&resp);
 	tok(t, 7);
-	HARNESS_EQ(store_complete(s, "scope", "charged", t, &resp, &put, 1,
+	HARNESS_EQ(store_complete(s, "scope", "charged", t, &resp, test_puts,
+	    &(struct test_puts){ &put, 1 },
 	    T0 + 2, TTL), IDEM_OK);
 	HARNESS_EQ(store_lookup(s, "scope", "charged", &r), IDEM_OK);
 	HARNESS_EQ(r.state, REC_COMPLETED);
@@ -1074,9 +1112,9 @@ test_full_store_keeps_room_to_complete(void)
 static void
 test_map_full(void)
 {
-	struct store_config cfg = { NULL, SMALL_MAP, 0, 0, 0 };
+	struct store_config cfg = { NULL, SMALL_MAP, 0, 0, 0, tables, NULL };
 	struct rec_response resp;
-	struct store_put put = { STORE_PAYMENTS, "pay", 3, NULL, 0 };
+	struct test_put put = { "payments", "pay", 3, NULL, 0 };
 	struct store *s;
 	struct rec r;
 	static const char first[] = "key-000000-padding-padding-padding";
@@ -1119,16 +1157,18 @@ test_map_full(void)
 	put.val = big;
 	put.vallen = 10;
 	tok(t, 1);
-	HARNESS_EQ(store_complete(s, "scope", first, t, &resp, &put, 1,
+	HARNESS_EQ(store_complete(s, "scope", first, t, &resp, test_puts,
+	    &(struct test_puts){ &put, 1 },
 	    T0 + 1, TTL), IDEM_EFULL);
 	response(&resp);
 	put.vallen = SMALL_MAP;
-	HARNESS_EQ(store_complete(s, "scope", first, t, &resp, &put, 1,
+	HARNESS_EQ(store_complete(s, "scope", first, t, &resp, test_puts,
+	    &(struct test_puts){ &put, 1 },
 	    T0 + 1, TTL), IDEM_EFULL);
 	HARNESS_EQ(store_lookup(s, "scope", first, &r), IDEM_OK);
 	HARNESS_EQ(r.state, REC_IN_PROGRESS);
 	rec_free(&r);
-	HARNESS_EQ(store_count(s, STORE_PAYMENTS, &n), IDEM_OK);
+	HARNESS_EQ(store_count(s, "payments", &n), IDEM_OK);
 	HARNESS_EQ(n, 0);
 
 	/*
@@ -1150,13 +1190,13 @@ test_map_full(void)
 static void
 test_reopen_persists(void)
 {
-	struct store_config cfg = { NULL, 0, 0, 0, 0 };
+	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL };
 	struct rec r;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
 	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
 	HARNESS_EQ(complete(st, "acct", "k", 1, T0 + 1), IDEM_OK);
-	HARNESS_EQ(store_insert_once(st, STORE_LEDGER, "c", 1, "v", 1, NULL),
+	HARNESS_EQ(store_insert_once(st, "ledger", "c", 1, "v", 1, NULL),
 	    IDEM_OK);
 	store_close(st);
 	st = NULL;
@@ -1167,14 +1207,14 @@ test_reopen_persists(void)
 	HARNESS_EQ(r.state, REC_COMPLETED);
 	assert_response(&r.resp);
 	rec_free(&r);
-	HARNESS_EQ(store_insert_once(st, STORE_LEDGER, "c", 1, "w", 1, NULL),
+	HARNESS_EQ(store_insert_once(st, "ledger", "c", 1, "w", 1, NULL),
 	    IDEM_EEXIST);
 }
 
 static void
 test_two_handles(void)
 {
-	struct store_config cfg = { NULL, 0, 0, 0, 0 };
+	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL };
 	struct store *s2;
 	struct rec r;
 
@@ -1202,7 +1242,7 @@ test_two_handles(void)
 static void
 test_read_only(void)
 {
-	struct store_config cfg = { NULL, 0, 1, 0, 0 };
+	struct store_config cfg = { NULL, 0, 1, 0, 0, tables, NULL };
 	struct store *ro;
 	struct rec r;
 	char missing[600];
@@ -1215,7 +1255,7 @@ test_read_only(void)
 	HARNESS_EQ(store_lookup(ro, "acct", "k", &r), IDEM_OK);
 	rec_free(&r);
 	HARNESS_EQ(claim(ro, "acct", "k2", fp_a, 1, T0, NULL), -IDEM_EROFS);
-	HARNESS_EQ(store_insert_once(ro, STORE_LEDGER, "c", 1, "v", 1, NULL),
+	HARNESS_EQ(store_insert_once(ro, "ledger", "c", 1, "v", 1, NULL),
 	    IDEM_EROFS);
 	store_close(ro);
 
@@ -1227,7 +1267,7 @@ test_read_only(void)
 static void
 test_open_creates_dir(void)
 {
-	struct store_config cfg = { NULL, 0, 0, 0, 0 };
+	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL };
 	struct store *s;
 	struct stat sb;
 	char nested[600];

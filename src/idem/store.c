@@ -1,0 +1,184 @@
+/*
+ * store.c: the store interface, dispatched to the handle's backend.
+ *
+ * Nothing here knows a backend: each function passes its call to the
+ * operations table the handle was opened with (store.h).
+ */
+#include <string.h>
+
+#include "err.h"
+#include "store.h"
+
+/* The library's own databases; an application table may not take one. */
+static const char *const store_reserved[] = {
+	"keys", "expiry", "pending", "quota"
+};
+
+int
+store_table_name_ok(const char *name)
+{
+	size_t i, len;
+
+	if (name == NULL)
+		return 0;
+	len = strlen(name);
+	if (len == 0 || len > STORE_TABLE_NAME_MAX)
+		return 0;
+	for (i = 0; i < sizeof(store_reserved) / sizeof(store_reserved[0]);
+	    i++)
+		if (strcmp(name, store_reserved[i]) == 0)
+			return 0;
+	return 1;
+}
+
+int
+store_open(const struct store_config *cfg, struct store **out)
+{
+	const struct store_ops *ops;
+	size_t i;
+
+	*out = NULL;
+	if (cfg == NULL)
+		return IDEM_EINVAL;
+	for (i = 0; cfg->tables != NULL && cfg->tables[i] != NULL; i++)
+		if (i >= IDEM_MAX_TABLES || !store_table_name_ok(cfg->tables[i]))
+			return IDEM_EINVAL;
+	ops = cfg->backend != NULL ? cfg->backend : &store_lmdb_ops;
+	return ops->open(cfg, out);
+}
+
+void
+store_close(struct store *s)
+{
+	if (s != NULL)
+		s->ops->close(s);
+}
+
+int
+store_lookup(struct store *s, const char *scope, const char *key,
+    struct rec *out)
+{
+	return s->ops->lookup(s, scope, key, out);
+}
+
+int
+store_claim(struct store *s, const char *scope, const char *key,
+    const uint8_t fp[FP_SIZE], const uint8_t token[REC_TOKEN_SIZE],
+    uint64_t now_ms, uint64_t lease_ms, uint64_t ttl_ms,
+    const struct store_first *first, struct store_claim *out)
+{
+	return s->ops->claim(s, scope, key, fp, token, now_ms, lease_ms,
+	    ttl_ms, first, out);
+}
+
+int
+store_checkpoint(struct store *s, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], uint32_t stage, const void *cp,
+    size_t cplen, uint64_t now_ms, uint64_t lease_ms)
+{
+	return s->ops->checkpoint(s, scope, key, token, stage, cp, cplen,
+	    now_ms, lease_ms);
+}
+
+int
+store_complete(struct store *s, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], const struct rec_response *resp,
+    idem_tx_fn hook, void *hook_ctx, uint64_t now_ms, uint64_t ttl_ms)
+{
+	return s->ops->complete(s, scope, key, token, resp, hook, hook_ctx,
+	    now_ms, ttl_ms);
+}
+
+int
+store_release(struct store *s, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], idem_tx_fn hook, void *hook_ctx)
+{
+	return s->ops->release(s, scope, key, token, hook, hook_ctx);
+}
+
+int
+store_abandon(struct store *s, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], uint64_t now_ms)
+{
+	return s->ops->abandon(s, scope, key, token, now_ms);
+}
+
+int
+store_purge(struct store *s, uint64_t now_ms, size_t max, size_t *purged)
+{
+	return s->ops->purge(s, now_ms, max, purged);
+}
+
+int
+store_get(struct store *s, const char *table, const void *key,
+    size_t keylen, struct buf *out)
+{
+	return s->ops->get(s, table, key, keylen, out);
+}
+
+int
+store_insert_once(struct store *s, const char *table, const void *key,
+    size_t keylen, const void *val, size_t vallen, struct buf *existing)
+{
+	return s->ops->insert_once(s, table, key, keylen, val, vallen,
+	    existing);
+}
+
+int
+store_scan(struct store *s, const char *table, const void *prefix,
+    size_t prefixlen, int reverse, size_t limit, store_scan_fn fn, void *ctx)
+{
+	return s->ops->scan(s, table, prefix, prefixlen, reverse, limit, fn,
+	    ctx);
+}
+
+int
+store_each(struct store *s, store_each_fn fn, void *ctx)
+{
+	return s->ops->each(s, fn, ctx);
+}
+
+int
+store_each_pending(struct store *s, store_each_fn fn, void *ctx)
+{
+	return s->ops->each_pending(s, fn, ctx);
+}
+
+int
+store_count_scope(struct store *s, const char *scope, uint64_t *n)
+{
+	return s->ops->count_scope(s, scope, n);
+}
+
+int
+store_count(struct store *s, const char *table, size_t *n)
+{
+	return s->ops->count(s, table, n);
+}
+
+int
+store_count_keys(struct store *s, size_t *n)
+{
+	return s->ops->count_keys(s, n);
+}
+
+int
+store_tx_get(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen, const void **val, size_t *vallen)
+{
+	return tx->s->ops->tx_get(tx, table, key, keylen, val, vallen);
+}
+
+int
+store_tx_put(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen, const void *val, size_t vallen)
+{
+	return tx->s->ops->tx_put(tx, table, key, keylen, val, vallen);
+}
+
+int
+store_tx_del(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen)
+{
+	return tx->s->ops->tx_del(tx, table, key, keylen);
+}

@@ -1,0 +1,248 @@
+/*
+ * store_lmdb.h: the LMDB backend's internal interface, shared by its
+ * files and by nothing else.  Only the store_lmdb*.c files include
+ * lmdb.h; MDB_* and errno values become enum idem_err in lstore_err and
+ * nowhere else.
+ *
+ *	store_lmdb.c		environments, open/close, transactions,
+ *				group commit, the operations table
+ *	store_lmdb_rec.c	records, their index entries, scope counts
+ *	store_lmdb_claim.c	lookup, claim, and the writes to an owned
+ *				claim (checkpoint, complete, release, abandon)
+ *	store_lmdb_purge.c	purge of what has expired
+ *	store_lmdb_rows.c	application rows: get, insert, scan, counts,
+ *				hook transactions; walks over records
+ *
+ * One environment per directory, with these named databases:
+ *
+ *	keys		scope NUL key -> record (record.h encoding)
+ *	expiry		be64(purge time) scope NUL key -> empty
+ *	pending		scope NUL key -> empty
+ *	quota		scope -> be64(live records of the scope)
+ *	<table>		one per application table, named by the application
+ *
+ * Every record has exactly one index entry (lstore_index_of): a claim past
+ * stage 0 may have left a side effect and never expires, so it is listed
+ * in pending; every other record is in expiry at the time it may be
+ * purged (its expiry, or the end of its lease if that comes later).  The
+ * expiry index sorts by time, so purge reads only what it deletes, and
+ * nothing it must keep can pile up in front of it.  A record, its index
+ * entry and its scope's count change in the same transaction.  Scope
+ * cannot contain a NUL, so "scope NUL key" names exactly one (scope,
+ * key): no scope can reach into another's keys.
+ *
+ * Every write is one write transaction with LMDB's default, durable sync
+ * (never MDB_NOSYNC, MDB_NOMETASYNC or an asynchronous MDB_WRITEMAP): when
+ * a call returns IDEM_OK its effect is on disk (doc/DESIGN.md, invariant
+ * 2).  Write transactions do no I/O of their own beyond LMDB's and never
+ * wait on anything outside the backend (hooks must not block), so the
+ * write lock is held briefly.
+ *
+ * LMDB's rules live here: an environment is opened after fork, in the
+ * process that uses it (one per directory per process, shared by its
+ * handles), and mdb_reader_check clears the reader slots of dead
+ * processes when it opens.
+ */
+#ifndef IDEM_STORE_LMDB_H
+#define IDEM_STORE_LMDB_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <lmdb.h>
+
+#include "record.h"
+#include "store.h"
+
+#define STORE_DEFAULT_MAP_SIZE ((size_t)32 << 30)
+/* keys, expiry, pending, quota, and the application's tables. */
+#define STORE_MAX_DBS (4 + IDEM_MAX_TABLES)
+/*
+ * Room for the longest LMDB key (511 bytes in a default build, see
+ * mdb_env_get_maxkeysize), so keys are built on the stack.
+ */
+#define STORE_KEY_BUF 512
+#define STORE_EXPIRY_PREFIX 8
+/*
+ * Reader slots: with MDB_NOTLS a slot belongs to a read transaction, so
+ * this bounds the read transactions open at once in every process of
+ * the store together (threads of every worker, idemctl).
+ */
+#define STORE_MAX_READERS 2048
+/*
+ * What a job sets *wrote to when it failed after it may have written (a
+ * hook that failed): its batch is rolled back and run again one job per
+ * transaction, whatever the error.
+ */
+#define LSTORE_TAINTED (-1)
+
+struct lstore;
+
+/*
+ * A write waiting for the next group commit of its environment.  fn runs
+ * inside the batch's transaction and sets *wrote to 1 when it wrote
+ * something to keep: all of its writes succeeded (or, for a claim refused
+ * at its scope's bound, the purge it did on the way).  A job that fails
+ * must fail before it writes, or with an error that lstore_rc_clean does
+ * not accept, or with *wrote set to LSTORE_TAINTED, which makes the batch
+ * run again one job per transaction: so fn may run twice, and must start
+ * each time from its arguments, not from what an earlier run left in its
+ * results.
+ */
+typedef int (*store_job_fn)(struct lstore *s, MDB_txn *txn, void *arg,
+    int *wrote);
+
+struct store_job {
+	struct store_job *next;
+	struct lstore *s;
+	store_job_fn fn;
+	void *arg;
+	int rc;
+	int wrote;
+	int done;
+};
+
+/* An application table of an environment. */
+struct store_table {
+	char name[STORE_TABLE_NAME_MAX + 1];
+	MDB_dbi dbi;
+};
+
+/*
+ * One open LMDB environment.  LMDB forbids opening the same environment
+ * twice in one process (closing either would drop the other's POSIX
+ * locks), so every store handle of this process on the same directory
+ * shares one, counted by refs.  pid tells an environment inherited across
+ * fork, which must never be used, from our own.
+ */
+struct store_env {
+	struct store_env *next;
+	dev_t dev;
+	ino_t ino;
+	pid_t pid;
+	int refs;
+	int read_only;
+	size_t maxkey;
+	MDB_env *env;
+	MDB_dbi keys;
+	MDB_dbi expiry;
+	MDB_dbi pending;
+	MDB_dbi quota;
+	/*
+	 * The application's tables.  A handle that names a table not yet
+	 * open adds it under lstore_envs_mu, before it is returned; the
+	 * entries before ntables never change.
+	 */
+	struct store_table tables[IDEM_MAX_TABLES];
+	size_t ntables;
+	/* Group commit (lstore_write): jobs queued, and whether one leads. */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct store_job *queue;
+	struct store_job **queue_tail;
+	int leading;
+	size_t last_batch;          /* jobs in the last batch committed */
+	unsigned gather_us;         /* see store_config.commit_delay_us */
+};
+
+/* A handle: the interface's base first, then the backend's state. */
+struct lstore {
+	struct store base;
+	struct store_env *e;
+	int read_only;
+	uint64_t max_keys;
+};
+
+/* A key built on the stack: a record key, or an expiry key. */
+struct store_key {
+	size_t len;
+	uint8_t data[STORE_KEY_BUF];
+};
+
+/* The handle behind the interface's base. */
+struct lstore *lstore_of(struct store *s);
+
+/* store_lmdb.c */
+int lstore_err(int rc);
+void lstore_be64(uint8_t *p, uint64_t v);
+uint64_t lstore_get_be64(const uint8_t *p);
+uint64_t lstore_add_ms(uint64_t now_ms, uint64_t span_ms);
+int lstore_key_make(const struct lstore *s, const char *scope,
+    const char *key, struct store_key *k);
+void lstore_expiry_make(uint64_t expires_ms, const struct store_key *k,
+    struct store_key *ek);
+int lstore_txn_begin(struct lstore *s, int write, MDB_txn **txn);
+int lstore_write(struct lstore *s, store_job_fn fn, void *arg);
+/* The table's database; IDEM_EINVAL when no table has that name. */
+int lstore_table(const struct lstore *s, const char *name, MDB_dbi *dbi);
+
+/* store_lmdb_rec.c */
+int lstore_rec_get(struct lstore *s, MDB_txn *txn, const struct store_key *k,
+    struct rec *r);
+int lstore_rec_put(struct lstore *s, MDB_txn *txn, const struct store_key *k,
+    const struct rec *r);
+/* Where a record is indexed (see the top of this file). */
+enum store_index {
+	STORE_INDEX_EXPIRY,
+	STORE_INDEX_PENDING
+};
+enum store_index lstore_index_of(const struct rec *r, uint64_t *at);
+int lstore_index_move(struct lstore *s, MDB_txn *txn,
+    const struct store_key *k, const struct rec *old, const struct rec *new);
+int lstore_quota_get(struct lstore *s, MDB_txn *txn, const uint8_t *scope,
+    size_t slen, uint64_t *n);
+int lstore_quota_add(struct lstore *s, MDB_txn *txn,
+    const struct store_key *k, int delta);
+int lstore_rec_own(struct lstore *s, MDB_txn *txn, const struct store_key *k,
+    const uint8_t token[REC_TOKEN_SIZE], struct rec *r);
+
+/* store_lmdb_claim.c */
+int lstore_lookup(struct store *base, const char *scope, const char *key,
+    struct rec *out);
+int lstore_claim(struct store *base, const char *scope, const char *key,
+    const uint8_t fp[FP_SIZE], const uint8_t token[REC_TOKEN_SIZE],
+    uint64_t now_ms, uint64_t lease_ms, uint64_t ttl_ms,
+    const struct store_first *first, struct store_claim *out);
+int lstore_checkpoint(struct store *base, const char *scope,
+    const char *key, const uint8_t token[REC_TOKEN_SIZE], uint32_t stage,
+    const void *cp, size_t cplen, uint64_t now_ms, uint64_t lease_ms);
+int lstore_complete(struct store *base, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], const struct rec_response *resp,
+    idem_tx_fn hook, void *hook_ctx, uint64_t now_ms, uint64_t ttl_ms);
+int lstore_release(struct store *base, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], idem_tx_fn hook, void *hook_ctx);
+int lstore_abandon(struct store *base, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], uint64_t now_ms);
+
+/* store_lmdb_purge.c */
+int lstore_purge_txn(struct lstore *s, MDB_txn *txn, uint64_t now_ms,
+    size_t max, size_t *purged, int *changed);
+int lstore_purge(struct store *base, uint64_t now_ms, size_t max,
+    size_t *purged);
+
+/* store_lmdb_rows.c */
+int lstore_run_hook(struct lstore *s, MDB_txn *txn, idem_tx_fn hook,
+    void *ctx, struct idem_tx *tx);
+int lstore_get(struct store *base, const char *table, const void *key,
+    size_t keylen, struct buf *out);
+int lstore_insert_once(struct store *base, const char *table,
+    const void *key, size_t keylen, const void *val, size_t vallen,
+    struct buf *existing);
+int lstore_scan(struct store *base, const char *table, const void *prefix,
+    size_t prefixlen, int reverse, size_t limit, store_scan_fn fn,
+    void *ctx);
+int lstore_each(struct store *base, store_each_fn fn, void *ctx);
+int lstore_each_pending(struct store *base, store_each_fn fn, void *ctx);
+int lstore_count_scope(struct store *base, const char *scope, uint64_t *n);
+int lstore_count(struct store *base, const char *table, size_t *n);
+int lstore_count_keys(struct store *base, size_t *n);
+int lstore_tx_get(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen, const void **val, size_t *vallen);
+int lstore_tx_put(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen, const void *val, size_t vallen);
+int lstore_tx_del(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen);
+
+#endif

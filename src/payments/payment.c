@@ -1,0 +1,216 @@
+/*
+ * payment.c: what a payment is, in bytes: the body of POST /payments,
+ * the JSON representation, the stored row and the recovery point.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "buf.h"
+#include "crypto.h"
+#include "err.h"
+#include "json.h"
+#include "money.h"
+#include "payment.h"
+
+/* A strong ETag: the first 64 bits of the representation's SHA-256. */
+void
+pay_etag(const void *body, size_t len, char out[PAY_ETAG_SIZE])
+{
+	uint8_t d[CRYPTO_SHA256_SIZE];
+	char hex[2 * CRYPTO_SHA256_SIZE + 1];
+
+	crypto_sha256(body, len, d);
+	crypto_hex(d, sizeof(d), hex);
+	snprintf(out, PAY_ETAG_SIZE, "\"%.16s\"", hex);
+}
+
+void
+pay_time(uint64_t ms, char out[64])
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	snprintf(out, 64, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ",
+	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+	    tm.tm_min, tm.tm_sec, (unsigned)(ms % 1000));
+}
+
+/* 1 to 8 letters and digits: safe to quote back to the client. */
+static int
+pay_code_printable(const char *code)
+{
+	size_t i;
+
+	for (i = 0; code[i] != '\0'; i++)
+		if (i >= 8 || !((code[i] >= 'A' && code[i] <= 'Z') ||
+		    (code[i] >= 'a' && code[i] <= 'z') ||
+		    (code[i] >= '0' && code[i] <= '9')))
+			return 0;
+	return i > 0;
+}
+
+/*
+ * Validates the body of POST /payments: an object with exactly "amount"
+ * (a JSON number, exact to the currency's minor unit, positive) and
+ * "currency" (a supported ISO 4217 code).  Unknown members are refused so
+ * that a misspelt field is an error, not a silent default.
+ */
+int
+pay_order_parse(const struct json_value *doc, struct pay_order *o,
+    char *detail, size_t len)
+{
+	const struct json_value *amount, *currency;
+	enum money_status ms;
+	const char *code;
+	size_t n = 0;
+
+	if (json_type(doc) != JSON_OBJECT) {
+		snprintf(detail, len, "The body must be a JSON object with "
+		    "\"amount\" and \"currency\".");
+		return -1;
+	}
+	amount = json_get(doc, "amount");
+	currency = json_get(doc, "currency");
+	n += amount != NULL;
+	n += currency != NULL;
+	if (n != json_count(doc)) {
+		snprintf(detail, len, "Only \"amount\" and \"currency\" may be "
+		    "given.");
+		return -1;
+	}
+	if (currency == NULL || json_type(currency) != JSON_STRING) {
+		snprintf(detail, len, "\"currency\" is required: an ISO 4217 "
+		    "code such as \"BRL\".");
+		return -1;
+	}
+	code = json_text(currency, NULL);
+	if ((o->cur = money_currency(code)) == NULL) {
+		/*
+		 * Echo the code only when it looks like one: the detail is
+		 * stored and replayed, and must stay short, valid UTF-8.
+		 */
+		if (pay_code_printable(code))
+			snprintf(detail, len, "Currency \"%s\" is not "
+			    "supported.", code);
+		else
+			snprintf(detail, len, "\"currency\" must be an ISO "
+			    "4217 code of three capital letters, such as "
+			    "\"BRL\".");
+		return -1;
+	}
+	if (amount == NULL || json_type(amount) != JSON_NUMBER) {
+		snprintf(detail, len, "\"amount\" is required and must be a "
+		    "JSON number, such as 100.00.");
+		return -1;
+	}
+	ms = money_parse(json_text(amount, NULL), o->cur, &o->minor);
+	if (ms != MONEY_OK) {
+		snprintf(detail, len, "%s", money_strstatus(ms));
+		return -1;
+	}
+	return 0;
+}
+
+int
+pay_render(const struct pay_cp *cp, const struct pay_order *o,
+    const char *charge_id, struct buf *out)
+{
+	char amount[48], when[64];
+
+	money_format(o->minor, o->cur, amount, sizeof(amount));
+	pay_time(cp->created_ms, when);
+	return buf_printf(out, "{\"id\":\"%s\",\"amount\":%s,\"currency\":"
+	    "\"%s\",\"status\":\"succeeded\",\"charge_id\":\"%s\","
+	    "\"created_at\":\"%s\"}", cp->id, amount, o->cur->code, charge_id,
+	    when);
+}
+
+/* A payment row: version, the owner's scope, the JSON representation. */
+int
+pay_row_encode(const char *scope, const struct buf *body, struct buf *out)
+{
+	size_t slen = strlen(scope);
+
+	if (buf_put_u8(out, PAY_ROW_VERSION) != IDEM_OK ||
+	    buf_put_u16(out, (uint16_t)slen) != IDEM_OK ||
+	    buf_append(out, scope, slen) != IDEM_OK ||
+	    buf_put_u32(out, (uint32_t)body->len) != IDEM_OK ||
+	    buf_append(out, body->data, body->len) != IDEM_OK)
+		return IDEM_ENOMEM;
+	return IDEM_OK;
+}
+
+/* Points at the scope and body inside an encoded row (borrowed). */
+int
+pay_row_decode(const void *row, size_t len, const uint8_t **scope,
+    size_t *slen, const uint8_t **body, size_t *blen)
+{
+	struct rd r;
+	uint8_t v;
+	uint16_t sl;
+	uint32_t bl;
+
+	rd_init(&r, row, len);
+	if (rd_u8(&r, &v) != IDEM_OK || v != PAY_ROW_VERSION ||
+	    rd_u16(&r, &sl) != IDEM_OK || rd_bytes(&r, sl, scope) != IDEM_OK ||
+	    rd_u32(&r, &bl) != IDEM_OK || rd_bytes(&r, bl, body) != IDEM_OK ||
+	    r.left != 0)
+		return IDEM_ECORRUPT;
+	*slen = sl;
+	*blen = bl;
+	return IDEM_OK;
+}
+
+int
+pay_cp_encode(const struct pay_cp *cp, struct buf *out)
+{
+	if (buf_put_u8(out, PAY_CP_VERSION) != IDEM_OK ||
+	    buf_append(out, cp->id, PAY_ID_LEN) != IDEM_OK ||
+	    buf_put_u64(out, cp->created_ms) != IDEM_OK)
+		return IDEM_ENOMEM;
+	return IDEM_OK;
+}
+
+int
+pay_cp_decode(const void *point, size_t len, struct pay_cp *cp)
+{
+	const uint8_t *id;
+	struct rd rd;
+	uint8_t v;
+
+	rd_init(&rd, point, len);
+	if (rd_u8(&rd, &v) != IDEM_OK || v != PAY_CP_VERSION ||
+	    rd_bytes(&rd, PAY_ID_LEN, &id) != IDEM_OK ||
+	    rd_u64(&rd, &cp->created_ms) != IDEM_OK || rd.left != 0)
+		return IDEM_ECORRUPT;
+	memcpy(cp->id, id, PAY_ID_LEN);
+	cp->id[PAY_ID_LEN] = '\0';
+	return IDEM_OK;
+}
+
+int
+pay_id_valid(const char *id)
+{
+	size_t i;
+
+	if (strlen(id) != PAY_ID_LEN || strncmp(id, "pay_", 4) != 0)
+		return 0;
+	for (i = 4; i < PAY_ID_LEN; i++)
+		if (strchr("0123456789abcdef", id[i]) == NULL || id[i] == '\0')
+			return 0;
+	return 1;
+}
+
+/* A new payment's id and time, fixed before the provider is called. */
+void
+pay_cp_new(uint64_t now_ms, struct pay_cp *cp)
+{
+	uint8_t raw[PAY_ID_HEX / 2];
+
+	crypto_random(raw, sizeof(raw));
+	memcpy(cp->id, "pay_", 4);
+	crypto_hex(raw, sizeof(raw), cp->id + 4);
+	cp->created_ms = now_ms;
+}

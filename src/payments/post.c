@@ -1,0 +1,554 @@
+/*
+ * post.c: POST /payments, a keyed request on the idempotency library.
+ *
+ * What is the payment's own here: the order, the provider call and its
+ * derived key, the stages, and which failure means release (nothing can
+ * have happened) and which abandon (a charge may exist).  Replay, 409,
+ * 422, 429, the claim and its lease are the library's (idem.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "handlers.h"
+#include "idem.h"
+#include "json.h"
+#include "key.h"
+#include "metrics.h"
+#include "money.h"
+#include "payment.h"
+#include "problem.h"
+
+/* The headers a stored answer keeps for replay. */
+static const char *const pay_kept[] = { "Content-Type", "Location", "ETag" };
+#define PAY_KEPT (sizeof(pay_kept) / sizeof(pay_kept[0]))
+
+/* What a claim has done in the world by the time it ends. */
+enum pay_effect {
+	PAY_EFFECT_NONE = 0,  /* nothing reached the provider */
+	PAY_EFFECT_DECLINED,  /* the provider declined: no charge */
+	PAY_EFFECT_CHARGED    /* the provider charged the card */
+};
+
+/* One POST /payments on its claim. */
+struct pay_run {
+	const struct pay_env *env;
+	struct pay_note *note;
+	const char *scope;
+	const char *key;
+	struct idem_call *call;
+	/*
+	 * Whether an attempt before ours may have reached the provider: only
+	 * a take-over of a claim that had recorded its payment can say so.
+	 */
+	int reached_before;
+};
+
+/*
+ * The response as it is stored for replay: status, kept headers, body.
+ * out borrows from resp, and headers must hold PAY_KEPT entries.
+ */
+static void
+pay_to_stored(const struct response *resp, struct idem_header *headers,
+    struct idem_response *out)
+{
+	const char *v;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	out->status = resp->status;
+	out->headers = headers;
+	for (i = 0; i < PAY_KEPT; i++) {
+		if ((v = resp_get_header(resp, pay_kept[i])) == NULL)
+			continue;
+		headers[out->nheaders].name = pay_kept[i];
+		headers[out->nheaders].value = v;
+		out->nheaders++;
+	}
+	out->body = resp->body.data;
+	out->bodylen = resp->body.len;
+}
+
+/*
+ * Replays a stored response: the same status, stored headers and body
+ * bytes, marked with Idempotent-Replayed.  A replay cut short would not
+ * be faithful: if any part cannot be copied the answer is a 500 instead.
+ */
+static void
+pay_replay(const struct idem_response *r, struct response *resp)
+{
+	size_t i;
+	int rc = IDEM_OK;
+
+	resp_reset(resp);
+	resp->status = r->status;
+	for (i = 0; i < r->nheaders && rc == IDEM_OK; i++)
+		rc = resp_header(resp, r->headers[i].name, "%s",
+		    r->headers[i].value);
+	if (rc == IDEM_OK)
+		rc = buf_append(&resp->body, r->body, r->bodylen);
+	if (rc == IDEM_OK)
+		rc = resp_header(resp, "Idempotent-Replayed", "true");
+	if (rc != IDEM_OK)
+		problem_build(resp, PROBLEM_INTERNAL, "The stored answer could "
+		    "not be sent (%s); retry with the same Idempotency-Key.",
+		    idem_strerror(rc));
+}
+
+/*
+ * The 429 of a scope that holds as many live keys as it may: new keys
+ * wait until some of its keys expire; retries of keys it holds still
+ * replay.
+ */
+static void
+pay_limit(const struct pay_env *env, struct response *resp,
+    uint32_t retry_after)
+{
+	problem_build(resp, PROBLEM_TOO_MANY_KEYS, "This account holds "
+	    "%llu live Idempotency-Keys, as many as it may; a new key can be "
+	    "used once older ones expire. Nothing was recorded or charged.",
+	    (unsigned long long)env->cfg->keys_per_account);
+	resp_header(resp, "Retry-After", "%u", retry_after);
+}
+
+/*
+ * Answers a request whose claim could not be carried on: IDEM_ELOST means
+ * another attempt took the claim over after our lease ran out (that
+ * attempt will answer); anything else is a store failure.
+ */
+static void
+pay_end_lost_or_failed(struct pay_note *note, int rc, struct response *resp)
+{
+	if (rc != IDEM_ELOST) {
+		pay_store_error(resp, rc);
+		return;
+	}
+	note->outcome = "lost";
+	problem_build(resp, PROBLEM_IN_PROGRESS, "This request outlived its "
+	    "lease and another attempt took it over; retry to get that "
+	    "attempt's answer.");
+	resp_header(resp, "Retry-After", "1");
+}
+
+/*
+ * The 503 of a claim whose answer could not be stored, in words that say
+ * what did happen: a client told "nothing was recorded" after a charge
+ * might pay again under a new key.
+ */
+static void
+pay_complete_failed(struct response *resp, int rc, enum pay_effect effect)
+{
+	metrics_inc(METRIC_STORE_ERRORS);
+	switch (effect) {
+	case PAY_EFFECT_CHARGED:
+		problem_build(resp, PROBLEM_STORE_UNAVAILABLE, "The card was "
+		    "charged, but the payment could not be recorded (%s). "
+		    "The charge is kept under this Idempotency-Key: retry "
+		    "with the same key and body to get this payment; the "
+		    "card will not be charged again.", idem_strerror(rc));
+		break;
+	case PAY_EFFECT_DECLINED:
+		problem_build(resp, PROBLEM_STORE_UNAVAILABLE, "The card was "
+		    "declined and nothing was charged, but the answer could "
+		    "not be recorded (%s). Retry with the same "
+		    "Idempotency-Key to get it.", idem_strerror(rc));
+		break;
+	default:
+		problem_build(resp, PROBLEM_STORE_UNAVAILABLE, "The answer "
+		    "could not be recorded (%s). Nothing was charged; retry "
+		    "with the same Idempotency-Key.", idem_strerror(rc));
+		break;
+	}
+	resp_header(resp, "Retry-After", "1");
+}
+
+/*
+ * Stores resp as the final answer of our claim, with the rows hook
+ * writes, if any.  When that fails the claim is released if nothing
+ * reached the provider, and otherwise kept, with its lease ended, for
+ * the retry to resume.
+ */
+static void
+pay_complete(struct pay_run *r, idem_tx_fn hook, void *hook_ctx,
+    enum pay_effect effect, struct response *resp)
+{
+	struct idem_header headers[PAY_KEPT];
+	struct idem_response stored;
+	int rc;
+
+	pay_to_stored(resp, headers, &stored);
+	rc = idem_finish(r->call, &stored, hook, hook_ctx);
+	if (rc == IDEM_OK)
+		return;
+	if (rc == IDEM_ELOST) {
+		pay_end_lost_or_failed(r->note, rc, resp);
+		return;
+	}
+	if (effect == PAY_EFFECT_NONE)
+		idem_release(r->call, NULL, NULL);
+	else
+		idem_abandon(r->call);
+	pay_complete_failed(resp, rc, effect);
+}
+
+/* The 201 of a charged payment, rendered into resp. */
+static int
+pay_created(const struct pay_cp *cp, const struct pay_order *o,
+    const char *charge_id, struct response *resp)
+{
+	char etag[PAY_ETAG_SIZE];
+	int rc;
+
+	resp_reset(resp);
+	resp->status = 201;
+	if ((rc = pay_render(cp, o, charge_id, &resp->body)) != IDEM_OK)
+		return rc;
+	pay_etag(resp->body.data, resp->body.len, etag);
+	if ((rc = resp_header(resp, "Content-Type", "application/json")) !=
+	    IDEM_OK ||
+	    (rc = resp_header(resp, "Location", "/payments/%s", cp->id)) !=
+	    IDEM_OK)
+		return rc;
+	return resp_header(resp, "ETag", "%s", etag);
+}
+
+/* The rows of a charged payment, written with its completion. */
+struct pay_rows {
+	const char *id;
+	struct buf row;
+	struct buf idx;
+};
+
+/*
+ * The completion's hook: the payment row and its account index entry,
+ * in the completion's transaction (invariant 6).  It reads nothing and
+ * writes the same bytes however often it runs.
+ */
+static int
+pay_rows_write(void *ctx, struct idem_tx *tx)
+{
+	struct pay_rows *p = ctx;
+	int rc;
+
+	if ((rc = idem_tx_put(tx, PAY_TABLE_PAYMENTS, p->id, PAY_ID_LEN,
+	    p->row.data, p->row.len)) != IDEM_OK)
+		return rc;
+	/* The id ends the index key already: the entry needs no value. */
+	return idem_tx_put(tx, PAY_TABLE_BY_ACCOUNT, p->idx.data, p->idx.len,
+	    NULL, 0);
+}
+
+/* Completes a charged payment: the row, the index and the answer at once. */
+static void
+pay_succeed(struct pay_run *r, const struct pay_cp *cp,
+    const struct pay_order *o, const char *charge_id, struct response *resp)
+{
+	struct pay_rows rows = { cp->id, BUF_INIT, BUF_INIT };
+	int rc;
+
+	if ((rc = pay_created(cp, o, charge_id, resp)) != IDEM_OK ||
+	    (rc = pay_row_encode(r->scope, &resp->body, &rows.row)) !=
+	    IDEM_OK ||
+	    (rc = buf_append(&rows.idx, r->scope, strlen(r->scope) + 1)) !=
+	    IDEM_OK ||
+	    (rc = buf_put_u64(&rows.idx, cp->created_ms)) != IDEM_OK ||
+	    (rc = buf_append(&rows.idx, cp->id, PAY_ID_LEN)) != IDEM_OK) {
+		idem_abandon(r->call);
+		pay_complete_failed(resp, rc, PAY_EFFECT_CHARGED);
+		goto out;
+	}
+	pay_complete(r, pay_rows_write, &rows, PAY_EFFECT_CHARGED, resp);
+out:
+	buf_free(&rows.idx);
+	buf_free(&rows.row);
+}
+
+/* The recovery point a fresh payment's claim starts with. */
+struct pay_first {
+	struct idem *idem;
+	struct pay_cp cp;
+	struct buf bytes;
+};
+
+/*
+ * Makes the recovery point (a new id and the time) for idem_begin, which
+ * asks only when it is about to claim: a replay or a 409 makes none.
+ */
+static int
+pay_first_make(void *ctx, struct idem_start *out)
+{
+	struct pay_first *f = ctx;
+	int rc;
+
+	pay_cp_new(idem_now_ms(f->idem), &f->cp);
+	buf_reset(&f->bytes);
+	if ((rc = pay_cp_encode(&f->cp, &f->bytes)) != IDEM_OK)
+		return rc;
+	out->stage = PAY_STAGE_CHARGE_REQUESTED;
+	out->point = f->bytes.data;
+	out->len = f->bytes.len;
+	return IDEM_OK;
+}
+
+/*
+ * The payment's id and time as the claim holds them: written with the
+ * claim (or by the attempt that was taken over), so a take-over after a
+ * crash resumes with the same payment.  A claim without them (one made
+ * by an older release) gets them now, in a write of its own.
+ */
+static int
+pay_checkpoint(struct pay_run *r, struct pay_cp *cp)
+{
+	struct buf b = BUF_INIT;
+	const void *point;
+	size_t len;
+	int rc;
+
+	point = idem_call_point(r->call, &len);
+	if (idem_call_stage(r->call) == PAY_STAGE_CHARGE_REQUESTED &&
+	    pay_cp_decode(point, len, cp) == IDEM_OK)
+		return IDEM_OK;
+	pay_cp_new(idem_now_ms(r->env->idem), cp);
+	if ((rc = pay_cp_encode(cp, &b)) == IDEM_OK)
+		rc = idem_checkpoint(r->call, PAY_STAGE_CHARGE_REQUESTED,
+		    b.data, b.len);
+	buf_free(&b);
+	return rc;
+}
+
+/* Ends the claim of a call that reached the provider with this outcome. */
+static void
+pay_charged(struct pay_run *r, const struct pay_cp *cp,
+    const struct pay_order *o, const struct provider_charge *ch,
+    struct response *resp)
+{
+	char amount[48];
+
+	switch (ch->outcome) {
+	case PROVIDER_CHARGED:
+		pay_succeed(r, cp, o, ch->id, resp);
+		break;
+	case PROVIDER_DECLINED:
+		money_format(o->minor, o->cur, amount, sizeof(amount));
+		problem_build(resp, PROBLEM_DECLINED, "The card was declined "
+		    "for %s %s (decline %s).", amount, o->cur->code, ch->id);
+		pay_complete(r, NULL, NULL, PAY_EFFECT_DECLINED, resp);
+		break;
+	case PROVIDER_UNAVAILABLE:
+		/*
+		 * This call did nothing.  The key may be used afresh only if no
+		 * earlier attempt reached the provider either; a take-over of
+		 * one that did keeps the claim, so the retry still finds that
+		 * attempt's charge under the same derived key.
+		 */
+		if (!r->reached_before)
+			idem_release(r->call, NULL, NULL);
+		else
+			idem_abandon(r->call);
+		problem_build(resp, PROBLEM_PROVIDER_FAILED, "The payment "
+		    "provider is unavailable and nothing was charged; retry "
+		    "with the same Idempotency-Key.");
+		break;
+	case PROVIDER_KEY_REUSED:
+		/* Cannot happen while fingerprints hold; keep the claim. */
+		idem_abandon(r->call);
+		problem_build(resp, PROBLEM_INTERNAL, "The payment provider "
+		    "refused the charge's key.");
+		break;
+	case PROVIDER_TIMEOUT:
+	default:
+		/*
+		 * A charge may have been made: keep the claim and its recovery
+		 * point, and end the lease so the retry resumes at once and
+		 * finds that charge under the derived key.
+		 */
+		idem_abandon(r->call);
+		problem_build(resp, PROBLEM_PROVIDER_TIMEOUT, "The payment "
+		    "provider did not confirm the charge; retry with the same "
+		    "Idempotency-Key and the original charge will be "
+		    "returned, never a second one.");
+		break;
+	}
+}
+
+/* Runs the payment for a claim we own, and ends the claim. */
+static void
+pay_run(struct pay_run *r, const struct pay_order *o, const char *invalid,
+    struct response *resp)
+{
+	struct provider_charge ch;
+	struct pay_cp cp;
+	char *pkey = NULL;
+	int rc;
+
+	/* An invalid payment is a final answer: stored and replayed. */
+	if (o == NULL) {
+		problem_build(resp, PROBLEM_INVALID_PAYMENT, "%s", invalid);
+		pay_complete(r, NULL, NULL, r->reached_before ?
+		    PAY_EFFECT_CHARGED : PAY_EFFECT_NONE, resp);
+		return;
+	}
+	if ((rc = pay_checkpoint(r, &cp)) != IDEM_OK) {
+		/*
+		 * Nothing reached the provider: a claim that never got its
+		 * recovery point is released, so the retry runs at once
+		 * instead of meeting 409s for the whole lease.
+		 */
+		if (rc != IDEM_ELOST && !r->reached_before)
+			idem_release(r->call, NULL, NULL);
+		pay_end_lost_or_failed(r->note, rc, resp);
+		return;
+	}
+	/*
+	 * The provider deduplicates on a key derived from ours.  The claim's
+	 * creation time tells this lifetime of the key from a later one (after
+	 * it expired), and is kept across take-overs.
+	 */
+	if (asprintf(&pkey, "charge:%s:%s:%llu", r->scope, r->key,
+	    (unsigned long long)idem_call_created_ms(r->call)) < 0) {
+		idem_abandon(r->call);
+		problem_build(resp, PROBLEM_INTERNAL, "Out of memory; nothing "
+		    "was charged. Retry with the same Idempotency-Key.");
+		return;
+	}
+	rc = provider_charge(r->env->provider, pkey, o->minor, o->cur->code,
+	    idem_now_ms(r->env->idem), &ch);
+	free(pkey);
+	if (rc != IDEM_OK)
+		ch.outcome = PROVIDER_TIMEOUT;
+	pay_charged(r, &cp, o, &ch, resp);
+}
+
+/*
+ * The checks before the store, in the contract's order: key (400), body
+ * read (413/400), media type (415), JSON (400).  On success *doc is the
+ * caller's (json_free) and fp the request's fingerprint.
+ */
+static int
+pay_precheck(const struct pay_env *env, const struct request *req,
+    enum req_status st, char key[KEY_MAX + 1], struct json_value **doc,
+    uint8_t fp[IDEM_FP_SIZE], struct response *resp)
+{
+	struct buf canon = BUF_INIT;
+	enum key_status ks;
+	enum json_status js;
+	char err[160];
+	size_t keylen;
+
+	ks = key_parse(req->idempotency_key, key, &keylen);
+	if (ks != KEY_OK) {
+		metrics_inc(ks == KEY_MISSING ? METRIC_KEY_MISSING :
+		    METRIC_KEY_INVALID);
+		problem_build(resp, ks == KEY_MISSING ? PROBLEM_MISSING_KEY :
+		    PROBLEM_INVALID_KEY, "%s", key_strstatus(ks));
+		return -1;
+	}
+	if (st != REQ_OK) {
+		pay_bad_request(st, env->cfg, resp);
+		return -1;
+	}
+	if (!req_is_json(req->content_type)) {
+		problem_build(resp, PROBLEM_MEDIA_TYPE, "Send the payment as "
+		    "Content-Type: application/json.");
+		return -1;
+	}
+	js = json_parse(req->body.data, req->body.len, doc, err, sizeof(err));
+	if (js != JSON_OK) {
+		problem_build(resp, PROBLEM_MALFORMED_JSON, "%s", err);
+		return -1;
+	}
+	if (env->cfg->fp_mode == IDEM_FP_CANONICAL) {
+		if (json_canonical(*doc, &canon) != IDEM_OK) {
+			problem_build(resp, PROBLEM_INTERNAL, "Out of memory.");
+			buf_free(&canon);
+			return -1;
+		}
+		idem_fingerprint(IDEM_FP_CANONICAL, req->method, req->path,
+		    req->query, canon.data, canon.len, fp);
+	} else
+		idem_fingerprint(IDEM_FP_RAW, req->method, req->path,
+		    req->query, req->body.data, req->body.len, fp);
+	buf_free(&canon);
+	return 0;
+}
+
+/* Answers what idem_begin decided. */
+static void
+pay_answer(struct pay_run *r, const struct pay_order *o, const char *invalid,
+    struct response *resp)
+{
+	struct idem_call *c = r->call;
+	uint32_t wait;
+
+	switch (idem_call_verdict(c)) {
+	case IDEM_LIMITED:
+		pay_limit(r->env, resp, idem_call_retry_after(c));
+		break;
+	case IDEM_REPLAY:
+		pay_replay(idem_call_response(c), resp);
+		break;
+	case IDEM_CONFLICT:
+		wait = idem_call_retry_after(c);
+		problem_build(resp, PROBLEM_IN_PROGRESS, "The first request "
+		    "with this Idempotency-Key is still being processed; "
+		    "retry after %u seconds.", wait);
+		resp_header(resp, "Retry-After", "%u", wait);
+		break;
+	case IDEM_MISMATCH:
+		problem_build(resp, PROBLEM_KEY_REUSED, "This Idempotency-Key "
+		    "was used with a different request (method, path, query "
+		    "or body). Use a new key for a new payment.");
+		break;
+	case IDEM_RUN:
+	case IDEM_RESUME:
+	default:
+		r->reached_before = idem_call_verdict(c) == IDEM_RESUME &&
+		    idem_call_stage(c) != PAY_STAGE_STARTED;
+		pay_run(r, o, invalid, resp);
+		break;
+	}
+}
+
+void
+pay_post(const struct pay_env *env, struct pay_note *note,
+    const struct request *req, enum req_status st, const char *scope,
+    struct response *resp)
+{
+	struct json_value *doc = NULL;
+	struct pay_first first = { env->idem, { "", 0 }, BUF_INIT };
+	struct pay_run r = { env, note, scope, NULL, NULL, 0 };
+	struct pay_order o;
+	char key[KEY_MAX + 1], invalid[256];
+	uint8_t fp[IDEM_FP_SIZE];
+	int rc, valid;
+
+	if (pay_precheck(env, req, st, key, &doc, fp, resp) != 0)
+		goto out;
+	r.key = key;
+	/*
+	 * A valid payment's claim records its id and time in its own write:
+	 * two writes per payment (claim, completion), not three.  Validity is
+	 * only acted on after the claim, keeping the check order (the store's
+	 * answers come first).
+	 */
+	valid = pay_order_parse(doc, &o, invalid, sizeof(invalid)) == 0;
+	if (env->idem == NULL) {
+		pay_store_error(resp, env->open_rc);
+		goto out;
+	}
+	if (env->secret != NULL)
+		keyhash_compute(env->secret, scope, key, note->keyhash);
+	rc = idem_begin(env->idem, scope, key, fp,
+	    valid ? pay_first_make : NULL, &first, &r.call);
+	if (rc != IDEM_OK) {
+		pay_store_error(resp, rc);
+		goto out;
+	}
+	note->outcome = idem_strverdict(idem_call_verdict(r.call));
+	pay_answer(&r, valid ? &o : NULL, invalid, resp);
+out:
+	idem_call_free(r.call);
+	buf_free(&first.bytes);
+	json_free(doc);
+}

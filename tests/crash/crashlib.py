@@ -1,0 +1,321 @@
+"""What the parts of the crash runner share: the fault points and what a
+crash at each must leave, the results, tables, answers and the replay
+check, and the live servers made to crash (on lib.servers)."""
+
+import concurrent.futures
+import http.client
+import os
+import re
+import socket
+import time
+
+from lib import servers
+from lib.web import Reply
+from lib.common import (DEADLINE, HOST, REPLAY_EXEMPT, Results,
+                        has_sanitizer_report, note)
+
+
+class Conf:
+    """Settings of the run, from main(): the build directory, -v."""
+    build = None
+    verbose = False
+
+
+CONF = Conf()
+RESULTS = Results("crash ")
+
+BODY = b'{"amount": 100.00, "currency": "BRL"}'
+OTHER_BODY = b'{"amount": 250.00, "currency": "BRL"}'
+HOST = "127.0.0.1"
+SECRET = "sk_test_crash_" + "5d1c0a7e9b3f4e21"
+ACCOUNT = "acct_crash"
+
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                   "runtime error:", "ERROR: UndefinedBehaviorSanitizer",
+                   "WARNING: ThreadSanitizer", "ERROR: ThreadSanitizer")
+
+# The fault points, in the order one request passes them, and what a crash
+# there must leave behind (invariant 5: absent, in progress, or completed).
+#   state      what the store holds right after the kill
+#   charges    provider charges right after the kill
+#   extra      not in the issue's list; shown for completeness
+POINTS = [
+    # name                  state          charges extra
+    ("store_claim_commit", "absent", 0, True),
+    # the leader of a group commit, its batch written, not yet committed
+    ("batch_commit", "absent", 0, False),
+    ("after_claim", "in_progress", 0, False),
+    ("in_provider", "in_progress", 0, False),
+    ("after_charge", "in_progress", 1, False),
+    ("store_complete_commit", "in_progress", 1, False),
+    ("after_complete", "completed", 1, False),
+    ("mid_response", "completed", 1, False),
+]
+POINT_NAMES = [p[0] for p in POINTS]
+
+
+# ---------------------------------------------------------------- plumbing
+
+def vnote(msg):
+    if CONF.verbose:
+        note(msg)
+
+
+def print_table(title, header, rows):
+    cols = [header] + rows
+    widths = [max(len(str(r[i])) for r in cols) for i in range(len(header))]
+    print(f"\n{title}", flush=True)
+    line = "  ".join(str(h).ljust(w) for h, w in zip(header, widths))
+    print(line)
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+    print(flush=True)
+
+
+class Answer(Reply):
+    """One HTTP answer, from CGI output or a socket: status, headers, body."""
+
+    @property
+    def replayed(self):
+        return (self.header("Idempotent-Replayed") or "").lower() == "true"
+
+    def brief(self):
+        return f"{self.status} {self.body[:160]!r}"
+
+    def label(self):
+        if self.status == 201:
+            return "201 replay" if self.replayed else "201 fresh"
+        if self.status == 409:
+            return f"409 RA={self.header('Retry-After')}"
+        return str(self.status)
+
+
+def replay_problems(ref, rep, what):
+    """Invariant 3: rep is a faithful replay of ref (the first 201 seen)."""
+    out = []
+    if rep.status != ref.status:
+        out.append(f"{what}: status {rep.status}, the 201 was {ref.status}")
+    if rep.body != ref.body:
+        out.append(f"{what}: body differs: {rep.body[:120]!r} vs {ref.body[:120]!r}")
+    if not rep.replayed:
+        out.append(f"{what}: Idempotent-Replayed: {rep.header('Idempotent-Replayed')!r}")
+
+    def stored(a):
+        return sorted((k.lower(), v) for k, v in a.headers
+                      if k.lower() not in REPLAY_EXEMPT)
+    a, b = stored(ref), stored(rep)
+    if a != b:
+        missing = [h for h in a if h not in b]
+        extra = [h for h in b if h not in a]
+        out.append(f"{what}: headers differ: missing {missing}, extra {extra}")
+    return out
+
+
+# ---------------------------------------------------------------- live plumbing
+
+
+
+class LiveArgs:
+    def __init__(self, workers, latency_ms, keep):
+        self.workers = workers
+        self.latency_ms = latency_ms
+        self.keep = keep
+
+
+def crash_class(server, lease, fault):
+    """A subclass of the live server class whose rendered configuration gives
+    the workers IDEM_LEASE=lease and IDEM_FAULT=fault (and any sanitizer
+    options of ours).  etc/ has no placeholder for them, so the rendered copy
+    in the instance's temp directory is edited; etc/ itself is untouched."""
+    extra = {"IDEM_FAULT": fault} if fault else {}
+    for v in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+        if v in os.environ:
+            extra[v] = os.environ[v]
+
+    def edit(path, pattern, repl, insert_fmt):
+        with open(path) as f:
+            text = f.read()
+        text, n = re.subn(pattern, repl, text, count=1)
+        if n != 1:
+            raise RuntimeError(f"{path}: no IDEM_LEASE setting to change "
+                               f"(the template in etc/ changed?)")
+        m = re.search(pattern.replace(r"\d+", str(lease)), text)
+        ins = "".join(insert_fmt.format(k=k, v=v) for k, v in extra.items())
+        end = text.index("\n", m.start()) + 1
+        text = text[:end] + ins + text[end:]
+        with open(path, "w") as f:
+            f.write(text)
+
+    if server == "lighttpd-spawn":
+        class CrashLighttpdSpawn(servers.LighttpdSpawn):
+            def configure(self):
+                super().configure()
+                os.makedirs(os.path.join(self.root, "markers"))
+                edit(self.conf, r'("IDEM_LEASE"\s*=>\s*)"\d+"', rf'\g<1>"{lease}"',
+                     '          "{k}" => "{v}",\n')
+        return CrashLighttpdSpawn
+    if server == "apache":
+        class CrashApache(servers.Apache):
+            def configure(self):
+                super().configure()
+                os.makedirs(os.path.join(self.root, "markers"))
+                edit(os.path.join(self.root, "idem-site.conf"),
+                     r"(FcgidInitialEnv\s+IDEM_LEASE\s+)\d+", rf"\g<1>{lease}",
+                     '    FcgidInitialEnv {k} "{v}"\n')
+        return CrashApache
+    raise ValueError(server)
+
+
+def start_instance(server, workers, lease, latency_ms, fault_fmt, keep, disarmed=()):
+    """Starts one server; fault_fmt may hold {markers} (the marker directory).
+    The files named in disarmed are created in it first: a killonce fault
+    whose marker exists never fires, so the health checks of the start-up
+    (mid_response is on every response's path) cannot spend it; the test
+    arms it by removing the marker just before its request."""
+    # the marker path depends on the temp directory, which the constructor
+    # makes: build the fault string lazily through a class attribute.
+    holder = {}
+
+    base = crash_class(server, lease, "@FAULT@" if fault_fmt else None)
+
+    class Inst(base):
+        def configure(self):
+            super().configure()
+            if fault_fmt:
+                fault = fault_fmt.format(markers=os.path.join(self.root, "markers"))
+                holder["fault"] = fault
+                for m in disarmed:
+                    open(os.path.join(self.root, "markers", m), "w").close()
+                for path in (getattr(self, "conf", ""),
+                             os.path.join(self.root, "idem-site.conf")):
+                    if path and os.path.exists(path):
+                        with open(path) as f:
+                            text = f.read()
+                        if "@FAULT@" in text:
+                            with open(path, "w") as f:
+                                f.write(text.replace("@FAULT@", fault))
+    inst = Inst(server, CONF.build, LiveArgs(workers, latency_ms, keep))
+    try:
+        inst.start()
+        if isinstance(inst, servers.Apache):
+            # mod_fcgid spawns on demand: bring the pool up to its minimum
+            bring_up(inst, workers)
+    except BaseException:
+        cleanup_instance(inst)
+        raise
+    inst.fault = holder.get("fault")
+    return inst
+
+
+def bring_up(inst, workers, seconds=10):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and len(inst.worker_pids()) < workers:
+        with concurrent.futures.ThreadPoolExecutor(workers * 2) as pool:
+            list(pool.map(lambda _: http_get(inst.port, "/healthz", 5), range(workers * 2)))
+        time.sleep(0.1)
+
+
+def cleanup_instance(inst):
+    try:
+        inst.cleanup()
+    finally:
+        if inst in servers.INSTANCES:
+            servers.INSTANCES.remove(inst)
+
+
+def worker_log_problems(inst):
+    out = []
+    for path in inst.logs:
+        try:
+            with open(path, errors="replace") as f:
+                text = f.read()
+        except OSError:
+            continue
+        mark = has_sanitizer_report(text)
+        if mark:
+            i = text.index(mark)
+            out.append(f"{os.path.basename(path)}: sanitizer report: "
+                       f"{text[max(0, i - 200):i + 600]}")
+    return out
+
+
+class Outcome:
+    """What a client saw: an answer, or how the exchange failed."""
+
+    def __init__(self, answer=None, error=None, status=None, partial=None):
+        self.answer = answer
+        self.error = error          # None, or "reset", "closed", "refused", ...
+        self.status = status        # for a truncated answer
+        self.partial = partial
+
+    @property
+    def status_code(self):
+        return self.answer.status if self.answer else None
+
+    def label(self):
+        if self.answer is not None:
+            return self.answer.label()
+        if self.error == "truncated":
+            return f"{self.status} truncated ({len(self.partial)} body bytes)"
+        return f"conn {self.error}"
+
+
+def http_exchange(port, method, path, body=None, headers=None, timeout=10.0):
+    conn = http.client.HTTPConnection(HOST, port, timeout=min(timeout, DEADLINE.timeout(timeout)))
+    status = hdrs = None
+    try:
+        h = {"Connection": "close"}
+        h.update(headers or {})
+        conn.request(method, path, body=body, headers=h)
+        r = conn.getresponse()
+        status, hdrs = r.status, r.getheaders()
+        data = r.read()
+        return Outcome(Answer(r.status, hdrs, data))
+    except http.client.IncompleteRead as e:
+        return Outcome(error="truncated", status=status, partial=e.partial)
+    except (socket.timeout, TimeoutError):
+        return Outcome(error="timeout")
+    except ConnectionRefusedError:
+        return Outcome(error="refused")
+    except ConnectionResetError:
+        return Outcome(error="reset")
+    except BrokenPipeError:
+        return Outcome(error="broken pipe")
+    except http.client.RemoteDisconnected:
+        return Outcome(error="closed without answer")
+    except (OSError, http.client.HTTPException) as e:
+        return Outcome(error=type(e).__name__)
+    finally:
+        conn.close()
+
+
+def http_get(port, path, timeout=5.0):
+    return http_exchange(port, "GET", path, timeout=timeout)
+
+
+def pay(port, secret, key, body=BODY, timeout=10.0):
+    return http_exchange(port, "POST", "/payments", body,
+                         {"Content-Type": "application/json",
+                          "Authorization": f"Bearer {secret}",
+                          "Idempotency-Key": f'"{key}"'}, timeout)
+
+
+def pay_through(port, secret, key, budget):
+    """POST, retrying 5xx and transport failures for up to budget seconds
+    (50 ms apart): returns the first real answer and the failures before it."""
+    end = time.monotonic() + budget
+    failures = []
+    while True:
+        o = pay(port, secret, key)
+        if o.answer is not None and o.answer.status < 500:
+            return o, failures
+        if time.monotonic() + 0.05 > end:
+            return o, failures
+        failures.append(o.label())
+        time.sleep(0.05)
+
+
+def retry_after(ans, cap):
+    ra = ans.header("Retry-After") or ""
+    return min(int(ra), cap) if ra.isdigit() else 1
