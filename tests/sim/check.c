@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "check.h"
 #include "err.h"
+#include "payment.h"
 #include "sim.h"
 
 #define CHECK_MAX 1024
@@ -101,6 +102,13 @@ sim_resp_from_rec(const struct rec_response *in, struct sim_resp *out)
 		else if (strcmp(n, "ETag") == 0)
 			copy_header(out->etag, sizeof(out->etag), v);
 	}
+	sim_resp_body(out, in->body, in->bodylen);
+}
+
+void
+sim_resp_from_rec_copy(const struct sim_resp *in, struct sim_resp *out)
+{
+	*out = *in;
 	sim_resp_body(out, in->body, in->bodylen);
 }
 
@@ -270,21 +278,20 @@ json_field(const char *body, const char *name, char *out, size_t outlen)
 
 /* A payment row: version, u16 scope length, scope, u32 body length, body. */
 static void
-check_payment_row(const char *scope, const char *key,
-    const struct store_put *p, uint64_t now_ms)
+check_payment_row(const char *scope, const char *key, const uint8_t *v,
+    size_t vallen)
 {
-	const uint8_t *v = p->val;
 	char rowscope[64], *body, id[64], chid[64];
 	size_t sl, bl;
 	struct charge *c;
 	struct owner *o;
 
-	if (p->vallen < 7 || v[0] != 1) {
+	if (vallen < 7 || v[0] != 1) {
 		violation("%s key %s: unreadable payment row", scope, key);
 		return;
 	}
 	sl = (size_t)v[1] << 8 | v[2];
-	if (sl >= sizeof(rowscope) || 3 + sl + 4 > p->vallen) {
+	if (sl >= sizeof(rowscope) || 3 + sl + 4 > vallen) {
 		violation("%s key %s: unreadable payment row", scope, key);
 		return;
 	}
@@ -292,7 +299,7 @@ check_payment_row(const char *scope, const char *key,
 	rowscope[sl] = '\0';
 	bl = (size_t)v[3 + sl] << 24 | (size_t)v[4 + sl] << 16 |
 	    (size_t)v[5 + sl] << 8 | v[6 + sl];
-	if (7 + sl + bl != p->vallen) {
+	if (7 + sl + bl != vallen) {
 		violation("%s key %s: unreadable payment row", scope, key);
 		return;
 	}
@@ -321,12 +328,11 @@ check_payment_row(const char *scope, const char *key,
 			violation("charge %s of %s key %s recorded in %d "
 			    "payments", chid, scope, key, c->rows);
 		/*
-		 * When it committed, not the time the handler passed: the
-		 * key must live a TTL after its answer was stored, however
-		 * long the write waited after the handler read the clock.
+		 * When it committed, not the time the handler read before
+		 * calling the store: the key must live a TTL after its
+		 * answer was stored, however long the write waited.
 		 */
 		c->recorded_ms = W.now;
-		(void)now_ms;
 	}
 	o = owner_add(id, scope);
 	if (o->body != NULL)
@@ -336,29 +342,44 @@ check_payment_row(const char *scope, const char *key,
 }
 
 void
-check_on_complete(const char *scope, const char *key,
-    const struct rec_response *resp, const struct store_put *puts,
-    size_t nputs, uint64_t now_ms, struct sim_req *rq)
+check_on_complete(const char *scope, const char *key, struct sim_req *rq)
 {
-	struct stored *s = stored_find(scope, key, 1);
-	size_t i, rows = 0;
+	struct stored *s;
+	struct buf row = BUF_INIT;
+	struct rec r;
+	char id[64];
+	int rc;
 
+	if (truth_lookup(scope, key, &r) != IDEM_OK ||
+	    r.state != REC_COMPLETED) {
+		violation("%s key %s: completed, but no completed record is "
+		    "stored", scope, key);
+		return;
+	}
+	s = stored_find(scope, key, 1);
 	sim_resp_free(&s->resp);
-	sim_resp_from_rec(resp, &s->resp);
+	sim_resp_from_rec(&r.resp, &s->resp);
+	rec_free(&r);
 	if (rq != NULL) {
 		rq->committed = 1;
 		sim_resp_free(&rq->committed_resp);
-		sim_resp_from_rec(resp, &rq->committed_resp);
+		sim_resp_from_rec_copy(&s->resp, &rq->committed_resp);
 	}
-	for (i = 0; i < nputs; i++)
-		if (puts[i].table == STORE_PAYMENTS) {
-			check_payment_row(scope, key, &puts[i], now_ms);
-			rows++;
-		}
 	/* Invariant 6: the payment row and the 201 commit together. */
-	if ((resp->status == 201) != (rows == 1))
-		violation("%s key %s completed with %d and %zu payment rows",
-		    scope, key, resp->status, rows);
+	if (s->resp.status != 201)
+		return;
+	if (json_field(s->resp.body, "id", id, sizeof(id)) != 0) {
+		violation("%s key %s: a 201 without a payment id", scope, key);
+		return;
+	}
+	rc = truth_row(PAY_TABLE_PAYMENTS, id, strlen(id), &row);
+	if (rc != IDEM_OK)
+		violation("%s key %s: 201 committed without its payment row %s",
+		    scope, key, id);
+	else
+		check_payment_row(scope, key, (const uint8_t *)row.data,
+		    row.len);
+	buf_free(&row);
 }
 
 void

@@ -32,10 +32,12 @@ void violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void check_on_charge(const struct sim_req *rq, const char *charge_id,
     int64_t amount, uint64_t claim_created_ms);
 
-/* A completion the store committed, with its answer and rows. */
+/*
+ * A completion of (scope, key) the store committed just now, by rq (NULL
+ * if no request): the checker reads what it stored, and its payment row.
+ */
 void check_on_complete(const char *scope, const char *key,
-    const struct rec_response *resp, const struct store_put *puts,
-    size_t nputs, uint64_t now_ms, struct sim_req *rq);
+    struct sim_req *rq);
 
 /* A record the store purged. */
 void check_on_purge(const char *scope, const char *key, const struct rec *r);
@@ -49,11 +51,15 @@ void check_step(void);
 /* Converts a stored response or a live one into the checker's form. */
 void sim_resp_from_rec(const struct rec_response *in, struct sim_resp *out);
 void sim_resp_from_http(const struct response *in, struct sim_resp *out);
+void sim_resp_from_rec_copy(const struct sim_resp *in, struct sim_resp *out);
 
 /*
  * The durable record of (scope, key) as the backend under test holds it
  * (the backend's glue implements it).  IDEM_OK, IDEM_ENOTFOUND.
  */
 int truth_lookup(const char *scope, const char *key, struct rec *out);
+/* A committed application row, appended to out.  IDEM_ENOTFOUND. */
+int truth_row(const char *table, const void *key, size_t keylen,
+    struct buf *out);
 
 #endif

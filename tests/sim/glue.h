@@ -29,10 +29,7 @@ void glue_app_handle(void *app, enum req_status st,
 /* idemctl purge, as an operator runs it next to the workers. */
 int glue_purge(uint64_t now_ms, size_t max, size_t *purged);
 
-/* The configuration every handle of this schedule's store opens with. */
-struct store_config;
-void backend_store_config(struct store_config *sc);
-/* "sim" or "lmdb". */
+/* The schedule's store backend: "sim" or "lmdb". */
 const char *backend_name(void);
 
 #endif

@@ -1,14 +1,14 @@
 /*
  * main.c: the simulator's command line.
  *
- *   sim run SEED [-v]           one schedule; its trace if it fails (all
- *                               of it with -v)
- *   sim sweep SECONDS [--seed S] [--plant NAME]
+ *   sim run SEED [sim|lmdb] [-v]
+ *                               one schedule, on one store or both; its
+ *                               trace if it fails (all of it with -v)
+ *   sim sweep SECONDS [--seed S] [--store sim|lmdb|both] [--plant NAME]
  *                               random schedules for a time; each failing
  *                               seed is printed with its trace
  *   sim regress FILE            the seeds listed in FILE (regressions)
- *                               for this binary's store ("SEED sim" or
- *                               "SEED lmdb" lines)
+ *                               ("SEED sim", "SEED lmdb" or "SEED" lines)
  *
  * The closing line of sweep and regress is "sim: N passed, N failed"
  * (schedules), after a summary of seeds, steps, faults and seeds/s.  With
@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include "crypto.h"
-#include "glue.h"
 #include "problem.h"
 #include "sim.h"
 
@@ -77,26 +76,38 @@ struct tally {
 	double start;
 };
 
-/* Runs one seed; prints its failure and trace.  1 if it failed. */
+/* Which stores each seed runs on: bit 0 the simulation store, 1 LMDB. */
+#define ON_SIM 1
+#define ON_LMDB 2
+
+static const char *const store_names[] = { "sim", "lmdb" };
+
+/* Runs one seed on the stores in `on`; prints a failure and its trace. */
 static int
-one(uint64_t seed, int verbose, struct tally *t)
+one(uint64_t seed, int on, int verbose, struct tally *t)
 {
 	uint64_t steps;
-	int failed;
+	int b, failed = 0;
 
-	failed = sim_run(seed, verbose, &steps);
+	for (b = 0; b < 2 && !failed; b++) {
+		if (!(on & (1 << b)))
+			continue;
+		failed = sim_run(seed, (enum sim_backend)b, verbose, &steps);
+		t->steps += steps;
+		t->faults += W.faults;
+		if (!failed)
+			continue;
+		printf("sim: seed %" PRIu64 " on the %s store FAILED: %s\n",
+		    seed, store_names[b], W.failure);
+		if (!verbose)
+			trace_print(stdout, 200);
+		printf("sim: reproduce with tests/sim/run %" PRIu64 " %s\n",
+		    seed, store_names[b]);
+		fflush(stdout);
+	}
 	t->seeds++;
-	t->steps += steps;
-	t->faults += W.faults;
-	if (!failed)
-		return 0;
-	t->failed++;
-	printf("sim: seed %" PRIu64 " FAILED: %s\n", seed, W.failure);
-	if (!verbose)
-		trace_print(stdout, 200);
-	printf("sim: reproduce with tests/sim/run %" PRIu64 "\n", seed);
-	fflush(stdout);
-	return 1;
+	t->failed += failed;
+	return failed;
 }
 
 static void
@@ -116,14 +127,27 @@ summary(const struct tally *t)
 static int
 usage(void)
 {
-	fprintf(stdout, "usage: sim run SEED [-v]\n"
-	    "       sim sweep SECONDS [--seed S] [--plant NAME]\n"
+	fprintf(stdout, "usage: sim run SEED [sim|lmdb] [-v]\n"
+	    "       sim sweep SECONDS [--seed S] [--store sim|lmdb|both] "
+	    "[--plant NAME]\n"
 	    "       sim regress FILE\n");
 	return 2;
 }
 
 static int
-sweep(double secs, uint64_t base, const char *plant)
+store_parse(const char *s)
+{
+	if (strcmp(s, "sim") == 0)
+		return ON_SIM;
+	if (strcmp(s, "lmdb") == 0)
+		return ON_LMDB;
+	if (strcmp(s, "both") == 0)
+		return ON_SIM | ON_LMDB;
+	return 0;
+}
+
+static int
+sweep(double secs, uint64_t base, int on, const char *plant)
 {
 	struct tally t = { 0, 0, 0, 0, seconds() };
 	uint64_t seed;
@@ -139,12 +163,10 @@ sweep(double secs, uint64_t base, const char *plant)
 	fflush(stdout);
 	while (seconds() - t.start < secs) {
 		seed = prng_splitmix(&base);
-		if (one(seed, 0, &t) && plant != NULL)
+		if (one(seed, on, 0, &t) && plant != NULL)
 			break;
 	}
 	if (plant != NULL) {
-		struct tally r = t;
-
 		if (t.failed > 0)
 			printf("sim: planted bug %s caught after %" PRIu64
 			    " seeds, %.1f s\n", plant, t.seeds,
@@ -152,25 +174,25 @@ sweep(double secs, uint64_t base, const char *plant)
 		else
 			printf("sim: planted bug %s NOT caught in %.0f s\n",
 			    plant, secs);
-		/* Catching the planted bug is what passes here. */
-		r.seeds = 1;
-		r.failed = t.failed > 0 ? 0 : 1;
 		printf("sim: seeds %" PRIu64 ", steps %" PRIu64 ", faults %"
 		    PRIu64 "\n", t.seeds, t.steps, t.faults);
-		printf("sim: %" PRIu64 " passed, %" PRIu64 " failed\n",
-		    r.seeds - r.failed, r.failed);
-		return r.failed ? 1 : 0;
+		/* Catching the planted bug is what passes here. */
+		printf("sim: %d passed, %d failed\n", t.failed > 0,
+		    t.failed == 0);
+		return t.failed > 0 ? 0 : 1;
 	}
 	summary(&t);
 	return t.failed ? 1 : 0;
 }
 
+/* Lines "SEED [sim|lmdb] ...": the seed on that store, or on both. */
 static int
 regress(const char *path)
 {
 	struct tally t = { 0, 0, 0, 0, seconds() };
-	char line[256], *end;
+	char line[256], *end, word[8];
 	uint64_t seed;
+	int on;
 	FILE *f;
 
 	if ((f = fopen(path, "r")) == NULL) {
@@ -181,12 +203,8 @@ regress(const char *path)
 		if (line[0] < '0' || line[0] > '9')
 			continue;
 		seed = strtoull(line, &end, 10);
-		/* "SEED BACKEND ...": a seed names a schedule on one backend. */
-		while (*end == ' ' || *end == '\t')
-			end++;
-		if (strncmp(end, backend_name(), strlen(backend_name())) != 0)
-			continue;
-		(void)one(seed, 0, &t);
+		on = sscanf(end, "%7s", word) == 1 ? store_parse(word) : 0;
+		(void)one(seed, on != 0 ? on : ON_SIM | ON_LMDB, 0, &t);
 	}
 	fclose(f);
 	summary(&t);
@@ -215,25 +233,36 @@ main(int argc, char **argv)
 	problem_set_base("/problems/");
 	if (argc >= 3 && strcmp(argv[1], "run") == 0) {
 		struct tally t = { 0, 0, 0, 0, seconds() };
+		int on = ON_SIM | ON_LMDB;
 
-		verbose = argc >= 4 && strcmp(argv[3], "-v") == 0;
-		rc = one(strtoull(argv[2], NULL, 10), verbose, &t);
+		for (i = 3; i < argc; i++) {
+			if (strcmp(argv[i], "-v") == 0)
+				verbose = 1;
+			else if ((on = store_parse(argv[i])) == 0)
+				return usage();
+		}
+		rc = one(strtoull(argv[2], NULL, 10), on, verbose, &t);
 		if (!rc)
 			printf("sim: seed %s passed (%" PRIu64 " steps, %"
 			    PRIu64 " faults)\n", argv[2], t.steps, t.faults);
 		return rc;
 	}
 	if (argc >= 3 && strcmp(argv[1], "sweep") == 0) {
+		int on = ON_SIM | ON_LMDB;
+
 		base = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 		for (i = 3; i + 1 < argc; i += 2) {
 			if (strcmp(argv[i], "--seed") == 0)
 				base = strtoull(argv[i + 1], NULL, 10);
 			else if (strcmp(argv[i], "--plant") == 0)
 				plant = argv[i + 1];
+			else if (strcmp(argv[i], "--store") == 0 &&
+			    (on = store_parse(argv[i + 1])) != 0)
+				continue;
 			else
 				return usage();
 		}
-		return sweep(strtod(argv[2], NULL), base, plant);
+		return sweep(strtod(argv[2], NULL), base, on, plant);
 	}
 	if (argc == 3 && strcmp(argv[1], "regress") == 0)
 		return regress(argv[2]);

@@ -81,8 +81,15 @@ struct worker {
 	void *app;                 /* struct app, owned by world.c */
 };
 
+/* The store a schedule runs on. */
+enum sim_backend {
+	SIM_STORE = 0,   /* the simulation store (simstore.c) */
+	SIM_LMDB         /* the LMDB store (lmdbwrap.c) */
+};
+
 struct world {
 	uint64_t seed;
+	enum sim_backend backend;
 	struct prng rng;
 	uint64_t now;              /* the simulated clock, ms since the epoch */
 	uint64_t steps, max_steps;
@@ -170,7 +177,8 @@ struct sim_req *sim_req_new(void);
 int sim_send(struct sim_req *rq);
 
 /* One schedule; returns 1 if an invariant broke (W.failure says which). */
-int sim_run(uint64_t seed, int verbose, uint64_t *steps);
+int sim_run(uint64_t seed, enum sim_backend backend, int verbose,
+    uint64_t *steps);
 
 /* Randomness for libsodium, from the schedule's generator (random.c). */
 void sim_random_install(void);

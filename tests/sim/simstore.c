@@ -1,5 +1,6 @@
 /*
- * simstore.c: the store interface (src/idem/store.h) for simulation.
+ * simstore.c: a store backend (struct store_ops, src/idem/store.h) for
+ * simulation.
  *
  * What it keeps is what a disk would keep: an ordered map of committed
  * (table, key) -> value pairs, shared by every worker of the schedule.  A
@@ -35,12 +36,49 @@
 #include "glue.h"
 #include "simprov.h"
 
-#define T_RECORDS STORE_TABLE__MAX   /* scope NUL key -> encoded record */
+#define T_MAX (IDEM_MAX_TABLES + 1)
+
+#define T_RECORDS 0   /* scope NUL key -> encoded record; then the app's */
 #define TXN_MAX 16
 
-struct store {
-	int worker;
+struct simstore {
+	struct store base;
 };
+
+/* Table names: index 0 is the records, then the application's tables. */
+static char tables[T_MAX][STORE_TABLE_NAME_MAX + 1];
+static unsigned ntables;
+
+static int
+table_id(const char *name, unsigned *t)
+{
+	unsigned i;
+
+	for (i = 1; i < ntables; i++)
+		if (strcmp(tables[i], name) == 0) {
+			*t = i;
+			return IDEM_OK;
+		}
+	return IDEM_EINVAL;
+}
+
+/*
+ * A store operation runs with yields off (W.in_store): it is one
+ * transaction, atomic with respect to every other request, however the
+ * code it calls (hooks, the clock) behaves.
+ */
+static void
+op_begin(const char *name)
+{
+	sim_point(name);
+	W.in_store = 1;
+}
+
+static void
+op_end(void)
+{
+	W.in_store = 0;
+}
 
 struct ent {
 	unsigned t;
@@ -156,6 +194,8 @@ simstore_reset(void)
 	free(map);
 	map = NULL;
 	nmap = capmap = 0;
+	ntables = 1;
+	strcpy(tables[0], "keys");
 }
 
 static void
@@ -278,22 +318,53 @@ simstore_peek(const char *scope, const char *key, struct rec *out)
 }
 
 int
-store_open(const struct store_config *cfg, struct store **out)
+simstore_row(const char *table, const void *key, size_t keylen,
+    struct buf *out)
 {
-	(void)cfg;
-	if ((*out = calloc(1, sizeof(**out))) == NULL)
+	unsigned t;
+	int found;
+	size_t i;
+
+	if (table_id(table, &t) != IDEM_OK)
+		return IDEM_EINVAL;
+	i = map_find(t, key, keylen, &found);
+	if (!found)
+		return IDEM_ENOTFOUND;
+	return buf_append(out, map[i].v, map[i].vl);
+}
+
+static int
+sim_open(const struct store_config *cfg, struct store **out)
+{
+	struct simstore *s;
+	size_t i;
+
+	/* Tables are registered once per schedule, by the first handle. */
+	for (i = 0; cfg->tables != NULL && cfg->tables[i] != NULL; i++) {
+		unsigned t;
+
+		if (table_id(cfg->tables[i], &t) == IDEM_OK)
+			continue;
+		if (ntables == T_MAX)
+			return IDEM_EINVAL;
+		snprintf(tables[ntables++], sizeof(tables[0]), "%s",
+		    cfg->tables[i]);
+	}
+	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return IDEM_ENOMEM;
+	s->base.ops = &sim_store_ops;
+	*out = &s->base;
 	return IDEM_OK;
 }
 
-void
-store_close(struct store *s)
+static void
+sim_close(struct store *s)
 {
 	free(s);
 }
 
-int
-store_lookup(struct store *s, const char *scope, const char *key,
+static int
+sim_lookup(struct store *s, const char *scope, const char *key,
     struct rec *out)
 {
 	(void)s;
@@ -301,11 +372,23 @@ store_lookup(struct store *s, const char *scope, const char *key,
 	return simstore_peek(scope, key, out);
 }
 
+/* Runs an application hook on the transaction tx. */
 static int
-claim_run(struct txn *tx, const struct rkey *k, const uint8_t *fp,
-    const uint8_t *token, uint64_t now_ms, uint64_t lease_ms,
-    uint64_t ttl_ms, const struct store_first *first, struct store_claim *out)
+run_hook(struct store *s, struct txn *t, idem_tx_fn hook, void *ctx,
+    struct idem_tx *tx)
 {
+	tx->s = s;
+	tx->impl = t;
+	return hook(ctx, tx);
+}
+
+static int
+claim_run(struct store *s, struct txn *tx, const struct rkey *k,
+    const uint8_t *fp, const uint8_t *token, uint64_t now_ms,
+    uint64_t lease_ms, uint64_t ttl_ms, const struct store_first *first,
+    struct store_claim *out)
+{
+	struct idem_tx htx;
 	int rc, found;
 	uint64_t exp;
 
@@ -334,7 +417,7 @@ claim_run(struct txn *tx, const struct rkey *k, const uint8_t *fp,
 			}
 		}
 	} else {
-		exp = add_ms(now_ms, ttl_ms);
+		exp = add_ms(store_commit_ms(s, now_ms), ttl_ms);
 #ifndef IDEM_PLANT_LATE_TTL
 		if (exp > out->rec.expires_ms)
 			out->rec.expires_ms = exp;
@@ -346,11 +429,18 @@ claim_run(struct txn *tx, const struct rkey *k, const uint8_t *fp,
 	}
 	memcpy(out->rec.token, token, REC_TOKEN_SIZE);
 	out->rec.lease_ms = add_ms(now_ms, lease_ms);
-	return rec_put(tx, k, &out->rec);
+	if ((rc = rec_put(tx, k, &out->rec)) != IDEM_OK)
+		return rc;
+	if (out->decision == ENGINE_CLAIM && first != NULL &&
+	    first->hook != NULL) {
+		memset(&htx, 0, sizeof(htx));
+		return run_hook(s, tx, first->hook, first->hook_ctx, &htx);
+	}
+	return IDEM_OK;
 }
 
-int
-store_claim(struct store *s, const char *scope, const char *key,
+static int
+sim_claim(struct store *s, const char *scope, const char *key,
     const uint8_t fp[FP_SIZE], const uint8_t token[REC_TOKEN_SIZE],
     uint64_t now_ms, uint64_t lease_ms, uint64_t ttl_ms,
     const struct store_first *first, struct store_claim *out)
@@ -359,20 +449,21 @@ store_claim(struct store *s, const char *scope, const char *key,
 	struct rkey k;
 	int rc, wrote;
 
-	(void)s;
 	memset(out, 0, sizeof(*out));
 	if (lease_ms == 0 || ttl_ms == 0)
 		return IDEM_EINVAL;
 	if ((rc = rkey_make(scope, key, &k)) != IDEM_OK)
 		return rc;
-	sim_point("store_claim");
-	rc = claim_run(&tx, &k, fp, token, now_ms, lease_ms, ttl_ms, first,
+	op_begin("store_claim");
+	rc = claim_run(s, &tx, &k, fp, token, now_ms, lease_ms, ttl_ms, first,
 	    out);
 	wrote = tx.n > 0;
 	txn_end(&tx, rc == IDEM_OK);
+	op_end();
 	if (rc != IDEM_OK) {
 		rec_free(&out->rec);
 		memset(out, 0, sizeof(*out));
+		trace("claim %s/%s: %s", scope, key, idem_strerror(rc));
 		return rc;
 	}
 	trace("claim %s/%s: %s (attempt %u, stage %u)", scope, key,
@@ -402,8 +493,8 @@ own(const struct txn *tx, const struct rkey *k, const uint8_t *token,
 	return IDEM_OK;
 }
 
-int
-store_checkpoint(struct store *s, const char *scope, const char *key,
+static int
+sim_checkpoint(struct store *s, const char *scope, const char *key,
     const uint8_t token[REC_TOKEN_SIZE], uint32_t stage, const void *cp,
     size_t cplen, uint64_t now_ms, uint64_t lease_ms)
 {
@@ -417,9 +508,11 @@ store_checkpoint(struct store *s, const char *scope, const char *key,
 		return IDEM_ETOOBIG;
 	if ((rc = rkey_make(scope, key, &k)) != IDEM_OK)
 		return rc;
-	sim_point("store_checkpoint");
-	if ((rc = own(&tx, &k, token, &cur)) != IDEM_OK)
+	op_begin("store_checkpoint");
+	if ((rc = own(&tx, &k, token, &cur)) != IDEM_OK) {
+		op_end();
 		return rc;
+	}
 	if (sim_store_fails("store_checkpoint"))
 		rc = IDEM_EFULL;
 	else {
@@ -432,6 +525,7 @@ store_checkpoint(struct store *s, const char *scope, const char *key,
 	}
 	rec_free(&cur);
 	txn_end(&tx, rc == IDEM_OK);
+	op_end();
 	if (rc == IDEM_OK) {
 		trace("checkpoint %s/%s stage %u", scope, key, stage);
 		sim_point("store_checkpoint_commit");
@@ -439,34 +533,39 @@ store_checkpoint(struct store *s, const char *scope, const char *key,
 	return rc;
 }
 
-int
-store_complete(struct store *s, const char *scope, const char *key,
+static int
+sim_complete(struct store *s, const char *scope, const char *key,
     const uint8_t token[REC_TOKEN_SIZE], const struct rec_response *resp,
-    const struct store_put *puts, size_t nputs, uint64_t now_ms,
-    uint64_t ttl_ms)
+    idem_tx_fn hook, void *hook_ctx, uint64_t now_ms, uint64_t ttl_ms)
 {
 	struct txn tx = { .n = 0 };
-	uint64_t exp = add_ms(now_ms, ttl_ms);
+	struct rec_response chosen;
+	struct idem_tx htx;
 	struct rec cur, done;
 	struct rkey k;
-	size_t i;
+	uint64_t exp;
 	int rc;
 
-	(void)s;
-	if (resp == NULL || (nputs > 0 && puts == NULL))
+	if (resp == NULL)
 		return IDEM_EINVAL;
-	for (i = 0; i < nputs; i++)
-		if ((unsigned)puts[i].table >= STORE_TABLE__MAX ||
-		    puts[i].keylen == 0)
-			return IDEM_EINVAL;
 	if ((rc = rkey_make(scope, key, &k)) != IDEM_OK)
 		return rc;
-	sim_point("store_complete");
-	if ((rc = own(&tx, &k, token, &cur)) != IDEM_OK)
+	op_begin("store_complete");
+	if ((rc = own(&tx, &k, token, &cur)) != IDEM_OK) {
+		op_end();
 		return rc;
+	}
+	memset(&htx, 0, sizeof(htx));
+	htx.may_respond = 1;
+	memset(&chosen, 0, sizeof(chosen));
 	if (sim_store_fails("store_complete"))
 		rc = IDEM_EFULL;
-	else {
+	else if (hook != NULL)
+		rc = run_hook(s, &tx, hook, hook_ctx, &htx);
+	if (rc == IDEM_OK && htx.respond != NULL)
+		rc = rec_response_borrow(htx.respond, &chosen);
+	if (rc == IDEM_OK) {
+		exp = add_ms(store_commit_ms(s, now_ms), ttl_ms);
 		done = cur;
 		done.state = REC_COMPLETED;
 		memset(done.token, 0, sizeof(done.token));
@@ -479,48 +578,54 @@ store_complete(struct store *s, const char *scope, const char *key,
 #endif
 		done.cp = NULL;
 		done.cplen = 0;
-		done.resp = *resp;
+		done.resp = htx.respond != NULL ? chosen : *resp;
 		rc = rec_put(&tx, &k, &done);
-		for (i = 0; rc == IDEM_OK && i < nputs; i++)
-			txn_op(&tx, puts[i].table, puts[i].key, puts[i].keylen,
-			    puts[i].val, puts[i].vallen, 0);
 	}
 	rec_free(&cur);
 	txn_end(&tx, rc == IDEM_OK);
-	if (rc != IDEM_OK)
+	op_end();
+	if (rc != IDEM_OK) {
+		trace("complete %s/%s: %s", scope, key, idem_strerror(rc));
 		return rc;
-	trace("complete %s/%s: %d, %zu rows", scope, key, resp->status,
-	    nputs);
-	check_on_complete(scope, key, resp, puts, nputs, now_ms,
-	    sim_current_req());
+	}
+	trace("complete %s/%s: %d", scope, key, resp->status);
+	check_on_complete(scope, key, sim_current_req());
 	sim_point("store_complete_commit");
 	return IDEM_OK;
 }
 
 /* Release and abandon: end a claim we own. */
 static int
-end_claim(const char *scope, const char *key, const uint8_t *token,
-    uint64_t now_ms, int release)
+end_claim(struct store *s, const char *scope, const char *key,
+    const uint8_t *token, uint64_t now_ms, int release, idem_tx_fn hook,
+    void *hook_ctx)
 {
 	struct txn tx = { .n = 0 };
+	struct idem_tx htx;
 	struct rec cur, next;
 	struct rkey k;
 	int rc;
 
 	if ((rc = rkey_make(scope, key, &k)) != IDEM_OK)
 		return rc;
-	sim_point(release ? "store_release" : "store_abandon");
-	if ((rc = own(&tx, &k, token, &cur)) != IDEM_OK)
+	op_begin(release ? "store_release" : "store_abandon");
+	if ((rc = own(&tx, &k, token, &cur)) != IDEM_OK) {
+		op_end();
 		return rc;
-	if (release)
+	}
+	if (release) {
 		txn_op(&tx, T_RECORDS, k.data, k.len, NULL, 0, 1);
-	else {
+		memset(&htx, 0, sizeof(htx));
+		if (hook != NULL)
+			rc = run_hook(s, &tx, hook, hook_ctx, &htx);
+	} else {
 		next = cur;
 		next.lease_ms = now_ms;
 		rc = rec_put(&tx, &k, &next);
 	}
 	rec_free(&cur);
 	txn_end(&tx, rc == IDEM_OK);
+	op_end();
 	if (rc == IDEM_OK) {
 		trace("%s %s/%s", release ? "release" : "abandon", scope, key);
 		sim_point(release ? "store_release_commit" :
@@ -529,20 +634,18 @@ end_claim(const char *scope, const char *key, const uint8_t *token,
 	return rc;
 }
 
-int
-store_release(struct store *s, const char *scope, const char *key,
-    const uint8_t token[REC_TOKEN_SIZE])
+static int
+sim_release(struct store *s, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], idem_tx_fn hook, void *hook_ctx)
 {
-	(void)s;
-	return end_claim(scope, key, token, 0, 1);
+	return end_claim(s, scope, key, token, 0, 1, hook, hook_ctx);
 }
 
-int
-store_abandon(struct store *s, const char *scope, const char *key,
+static int
+sim_abandon(struct store *s, const char *scope, const char *key,
     const uint8_t token[REC_TOKEN_SIZE], uint64_t now_ms)
 {
-	(void)s;
-	return end_claim(scope, key, token, now_ms, 0);
+	return end_claim(s, scope, key, token, now_ms, 0, NULL, NULL);
 }
 
 /* A record's place in the purge order; 0 for a claim that never expires. */
@@ -572,8 +675,8 @@ due_cmp(const void *a, const void *b)
 	return x->i < y->i ? -1 : x->i > y->i;
 }
 
-int
-store_purge(struct store *s, uint64_t now_ms, size_t max, size_t *purged)
+static int
+sim_purge(struct store *s, uint64_t now_ms, size_t max, size_t *purged)
 {
 	struct due *d;
 	struct rec r;
@@ -597,7 +700,7 @@ store_purge(struct store *s, uint64_t now_ms, size_t max, size_t *purged)
 	qsort(d, n, sizeof(*d), due_cmp);
 	if (n > max)
 		n = max;
-	for (i = n; i-- > 0;) {
+	for (i = 0; i < n; i++) {
 		struct ent *e = &map[d[i].i];
 		const char *scope = (const char *)e->k;
 		char key[512];
@@ -610,7 +713,7 @@ store_purge(struct store *s, uint64_t now_ms, size_t max, size_t *purged)
 			rec_free(&r);
 		}
 	}
-	/* Indexes in descending order, so each delete leaves the rest. */
+	/* Delete in descending order of index, so each leaves the rest. */
 	for (i = 0; i < n; i++)
 		d[i].at = d[i].i;
 	qsort(d, n, sizeof(*d), due_cmp);
@@ -629,32 +732,28 @@ store_purge(struct store *s, uint64_t now_ms, size_t max, size_t *purged)
 	return IDEM_OK;
 }
 
-int
-store_get(struct store *s, enum store_table t, const void *key,
-    size_t keylen, struct buf *out)
+static int
+sim_get(struct store *s, const char *table, const void *key, size_t keylen,
+    struct buf *out)
 {
-	int found;
-	size_t i;
-
 	(void)s;
 	sim_yield("store_get");
-	i = map_find(t, key, keylen, &found);
-	if (!found)
-		return IDEM_ENOTFOUND;
-	return buf_append(out, map[i].v, map[i].vl);
+	return simstore_row(table, key, keylen, out);
 }
 
-int
-store_insert_once(struct store *s, enum store_table t, const void *key,
+static int
+sim_insert_once(struct store *s, const char *table, const void *key,
     size_t keylen, const void *val, size_t vallen, struct buf *existing)
 {
-	struct ent e = { t, (uint8_t *)key, (uint8_t *)val, keylen, vallen };
+	struct ent e = { 0, (uint8_t *)key, (uint8_t *)val, keylen, vallen };
 	int found;
 	size_t i;
 
 	(void)s;
+	if (table_id(table, &e.t) != IDEM_OK)
+		return IDEM_EINVAL;
 	sim_point("store_insert");
-	i = map_find(t, key, keylen, &found);
+	i = map_find(e.t, key, keylen, &found);
 	if (found) {
 		if (existing != NULL)
 			return buf_append(existing, map[i].v, map[i].vl) ==
@@ -666,26 +765,31 @@ store_insert_once(struct store *s, enum store_table t, const void *key,
 	return IDEM_OK;
 }
 
-int
-store_scan(struct store *s, enum store_table t, const void *prefix,
+static int
+sim_scan(struct store *s, const char *table, const void *prefix,
     size_t prefixlen, int reverse, size_t limit, store_scan_fn fn, void *ctx)
 {
 	size_t i, lo, hi, seen = 0;
+	unsigned t;
 	int found;
 
 	(void)s;
+	if (table_id(table, &t) != IDEM_OK)
+		return IDEM_EINVAL;
 	sim_yield("store_scan");
 	lo = map_find(t, prefix, prefixlen, &found);
-	for (hi = lo; hi < nmap && map[hi].t == (unsigned)t &&
+	for (hi = lo; hi < nmap && map[hi].t == t &&
 	    map[hi].kl >= prefixlen &&
 	    memcmp(map[hi].k, prefix, prefixlen) == 0; hi++)
 		continue;
+	W.in_store = 1;
 	for (i = 0; i < hi - lo && (limit == 0 || seen < limit); i++, seen++) {
 		struct ent *e = &map[reverse ? hi - 1 - i : lo + i];
 
 		if (fn(ctx, e->k, e->kl, e->v, e->vl) != 0)
 			break;
 	}
+	W.in_store = 0;
 	return IDEM_OK;
 }
 
@@ -715,22 +819,22 @@ each(int pending, store_each_fn fn, void *ctx)
 	return IDEM_OK;
 }
 
-int
-store_each(struct store *s, store_each_fn fn, void *ctx)
+static int
+sim_each(struct store *s, store_each_fn fn, void *ctx)
 {
 	(void)s;
 	return each(0, fn, ctx);
 }
 
-int
-store_each_pending(struct store *s, store_each_fn fn, void *ctx)
+static int
+sim_each_pending(struct store *s, store_each_fn fn, void *ctx)
 {
 	(void)s;
 	return each(1, fn, ctx);
 }
 
-int
-store_count_scope(struct store *s, const char *scope, uint64_t *n)
+static int
+sim_count_scope(struct store *s, const char *scope, uint64_t *n)
 {
 	size_t i, sl = strlen(scope) + 1;
 
@@ -743,69 +847,99 @@ store_count_scope(struct store *s, const char *scope, uint64_t *n)
 	return IDEM_OK;
 }
 
-int
-store_count(struct store *s, enum store_table t, size_t *n)
+static size_t
+count_table(unsigned t)
 {
-	size_t i;
+	size_t i, n = 0;
+
+	for (i = 0; i < nmap; i++)
+		n += map[i].t == t;
+	return n;
+}
+
+static int
+sim_count(struct store *s, const char *table, size_t *n)
+{
+	unsigned t;
 
 	(void)s;
-	*n = 0;
-	for (i = 0; i < nmap; i++)
-		*n += map[i].t == (unsigned)t;
+	if (table_id(table, &t) != IDEM_OK)
+		return IDEM_EINVAL;
+	*n = count_table(t);
 	return IDEM_OK;
 }
 
-int
-store_count_keys(struct store *s, size_t *n)
+static int
+sim_count_keys(struct store *s, size_t *n)
 {
-	return store_count(s, (enum store_table)T_RECORDS, n);
+	(void)s;
+	*n = count_table(T_RECORDS);
+	return IDEM_OK;
 }
 
-/* The backend functions of glue.h, for the simulation store. */
-static struct store *purger;
-
-const char *
-backend_name(void)
+static int
+sim_tx_get(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen, const void **val, size_t *vallen)
 {
-	return "sim";
+	const uint8_t *v;
+	unsigned t;
+	int rc;
+
+	if (table_id(table, &t) != IDEM_OK)
+		return IDEM_EINVAL;
+	if ((rc = txn_get(tx->impl, t, key, keylen, &v, vallen)) == IDEM_OK)
+		*val = v;
+	return rc;
 }
 
-void
-backend_store_config(struct store_config *sc)
+static int
+sim_tx_put(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen, const void *val, size_t vallen)
 {
-	memset(sc, 0, sizeof(*sc));
-	sc->dir = "sim";
+	unsigned t;
+
+	if (table_id(table, &t) != IDEM_OK)
+		return IDEM_EINVAL;
+	txn_op(tx->impl, t, key, keylen, val, vallen, 0);
+	return IDEM_OK;
 }
 
-void
-glue_world_begin(void)
+static int
+sim_tx_del(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen)
 {
-	struct store_config sc;
+	const uint8_t *v;
+	size_t vl;
+	unsigned t;
 
-	backend_store_config(&sc);
-	simstore_reset();
-	simprov_reset();
-	if (store_open(&sc, &purger) != IDEM_OK)
-		abort();
+	if (table_id(table, &t) != IDEM_OK)
+		return IDEM_EINVAL;
+	if (txn_get(tx->impl, t, key, keylen, &v, &vl) != IDEM_OK)
+		return IDEM_ENOTFOUND;
+	txn_op(tx->impl, t, key, keylen, NULL, 0, 1);
+	return IDEM_OK;
 }
 
-void
-glue_world_end(void)
-{
-	store_close(purger);
-	purger = NULL;
-	simstore_reset();
-	simprov_reset();
-}
-
-int
-glue_purge(uint64_t now_ms, size_t max, size_t *purged)
-{
-	return store_purge(purger, now_ms, max, purged);
-}
-
-int
-truth_lookup(const char *scope, const char *key, struct rec *out)
-{
-	return simstore_peek(scope, key, out);
-}
+const struct store_ops sim_store_ops = {
+	.name = "sim",
+	.open = sim_open,
+	.close = sim_close,
+	.lookup = sim_lookup,
+	.claim = sim_claim,
+	.checkpoint = sim_checkpoint,
+	.complete = sim_complete,
+	.release = sim_release,
+	.abandon = sim_abandon,
+	.purge = sim_purge,
+	.get = sim_get,
+	.insert_once = sim_insert_once,
+	.scan = sim_scan,
+	.each = sim_each,
+	.each_pending = sim_each_pending,
+	.count_scope = sim_count_scope,
+	.count = sim_count,
+	.count_keys = sim_count_keys,
+	.tx_get = sim_tx_get,
+	.tx_put = sim_tx_put,
+	.tx_del = sim_tx_del,
+};

@@ -541,12 +541,14 @@ world_free(void)
 }
 
 int
-sim_run(uint64_t seed, int verbose, uint64_t *steps)
+sim_run(uint64_t seed, enum sim_backend backend, int verbose,
+    uint64_t *steps)
 {
 	int w;
 
 	memset(&W, 0, sizeof(W));
 	W.seed = seed;
+	W.backend = backend;
 	W.verbose = verbose;
 	prng_seed(&W.rng, seed);
 	W.max_steps = 200000;
