@@ -105,10 +105,11 @@ lstore_claim_takeover(struct lstore *s, MDB_txn *txn, const struct store_key *k,
 
 	memcpy(r->token, token, REC_TOKEN_SIZE);
 	r->lease_ms = lstore_add_ms(now_ms, lease_ms);
-#ifndef IDEM_PLANT_LATE_TTL	/* a planted bug for tests/sim, never defined */
+#ifdef IDEM_PLANT_LATE_TTL	/* a planted bug for tests/sim, never defined */
+	exp = r->expires_ms;
+#endif
 	if (exp > r->expires_ms)
 		r->expires_ms = exp;
-#endif
 	if (r->attempts < UINT32_MAX)
 		r->attempts++;
 	if ((rc = lstore_rec_put(s, txn, k, r)) != IDEM_OK)
@@ -465,10 +466,11 @@ lstore_complete_op(struct lstore *s, MDB_txn *txn, struct store_own_job *a,
 	done.state = REC_COMPLETED;
 	memset(done.token, 0, sizeof(done.token));
 	done.lease_ms = a->now_ms;
-#ifndef IDEM_PLANT_LATE_TTL	/* a planted bug for tests/sim, never defined */
+#ifdef IDEM_PLANT_LATE_TTL	/* a planted bug for tests/sim, never defined */
+	exp = done.expires_ms;
+#endif
 	if (exp > done.expires_ms)
 		done.expires_ms = exp;
-#endif
 	done.cp = NULL;
 	done.cplen = 0;
 	if (tx.respond != NULL)

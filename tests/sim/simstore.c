@@ -418,12 +418,11 @@ claim_run(struct store *s, struct txn *tx, const struct rkey *k,
 		}
 	} else {
 		exp = add_ms(store_commit_ms(s, now_ms), ttl_ms);
-#ifndef IDEM_PLANT_LATE_TTL
+#ifdef IDEM_PLANT_LATE_TTL
+		exp = out->rec.expires_ms;
+#endif
 		if (exp > out->rec.expires_ms)
 			out->rec.expires_ms = exp;
-#else
-		(void)exp;
-#endif
 		if (out->rec.attempts < UINT32_MAX)
 			out->rec.attempts++;
 	}
@@ -570,12 +569,11 @@ sim_complete(struct store *s, const char *scope, const char *key,
 		done.state = REC_COMPLETED;
 		memset(done.token, 0, sizeof(done.token));
 		done.lease_ms = now_ms;
-#ifndef IDEM_PLANT_LATE_TTL
+#ifdef IDEM_PLANT_LATE_TTL
+		exp = done.expires_ms;
+#endif
 		if (exp > done.expires_ms)
 			done.expires_ms = exp;
-#else
-		(void)exp;
-#endif
 		done.cp = NULL;
 		done.cplen = 0;
 		done.resp = htx.respond != NULL ? chosen : *resp;
