@@ -23,7 +23,7 @@
 
 /* A charge the provider made afresh. */
 struct charge {
-	char scope[16], key[48], id[ID_LEN + 1];
+	char scope[16], key[48], id[64];
 	int64_t amount;
 	uint64_t at_ms, created_ms;
 	uint64_t recorded_ms;      /* the completion that holds it, or NEVER */
@@ -38,7 +38,7 @@ struct stored {
 
 /* Who an identifier that may appear in a body belongs to. */
 struct owner {
-	char id[ID_LEN + 1];
+	char id[64];
 	char scope[16];
 	char *body;                /* a payment's representation, or NULL */
 };
