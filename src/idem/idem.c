@@ -90,8 +90,22 @@ idem_fingerprint(enum idem_fp_mode mode, const char *method,
 	    query, body, bodylen, out);
 }
 
+/* The handle's clock, as the store reads it inside its writes. */
+static uint64_t
+idem_store_clock(void *ctx)
+{
+	return idem_now_ms(ctx);
+}
+
 int
 idem_open(const struct idem_options *opt, struct idem **out)
+{
+	return idem_open_backend(opt, NULL, out);
+}
+
+int
+idem_open_backend(const struct idem_options *opt,
+    const struct store_ops *backend, struct idem **out)
 {
 	struct store_config sc;
 	struct idem *idem;
@@ -109,6 +123,7 @@ idem_open(const struct idem_options *opt, struct idem **out)
 	sc.max_keys_per_scope = opt->max_keys_per_scope;
 	sc.commit_delay_us = opt->commit_delay_us;
 	sc.tables = opt->tables;
+	sc.backend = backend;
 	if ((rc = store_open(&sc, &idem->store)) != IDEM_OK) {
 		free(idem);
 		return rc;
@@ -118,6 +133,8 @@ idem_open(const struct idem_options *opt, struct idem **out)
 	idem->ttl_ms = opt->ttl_ms != 0 ? opt->ttl_ms : IDEM_DEFAULT_TTL_MS;
 	idem->clock = opt->clock;
 	idem->clock_ctx = opt->clock_ctx;
+	idem->store->clock = idem_store_clock;
+	idem->store->clock_ctx = idem;
 	*out = idem;
 	return IDEM_OK;
 }

@@ -47,6 +47,17 @@ store_open(const struct store_config *cfg, struct store **out)
 	return ops->open(cfg, out);
 }
 
+uint64_t
+store_commit_ms(const struct store *s, uint64_t now_ms)
+{
+	uint64_t t;
+
+	if (s->clock == NULL)
+		return now_ms;
+	t = s->clock(s->clock_ctx);
+	return t > now_ms ? t : now_ms;
+}
+
 void
 store_close(struct store *s)
 {

@@ -69,7 +69,23 @@ struct store_config {
  */
 struct store {
 	const struct store_ops *ops;
+	/*
+	 * The clock read inside the write transaction of a completion or a
+	 * take-over (set by idem_open; NULL: now_ms alone).  The record's
+	 * expiry is at least a TTL from the later of now_ms and this reading,
+	 * so a write that waited after its caller read the time (for the
+	 * write lock, in a stalled process) still leaves its answer a whole
+	 * TTL to live.
+	 */
+	idem_clock_fn clock;
+	void *clock_ctx;
 };
+
+/*
+ * The time a completion or take-over on s is dated by: now_ms, or the
+ * handle's clock when that reads later.  For backends, inside the write.
+ */
+uint64_t store_commit_ms(const struct store *s, uint64_t now_ms);
 
 /*
  * A hook's transaction (idem.h): the store handle, the backend's
@@ -290,6 +306,13 @@ struct store_ops {
 	int (*tx_del)(struct idem_tx *tx, const char *table, const void *key,
 	    size_t keylen);
 };
+
+/*
+ * idem_open on another backend than LMDB (a simulated store, a future
+ * PostgreSQL one): otherwise the same as idem_open.
+ */
+int idem_open_backend(const struct idem_options *opt,
+    const struct store_ops *backend, struct idem **out);
 
 /* The LMDB backend (store_lmdb*.c). */
 extern const struct store_ops store_lmdb_ops;

@@ -100,11 +100,14 @@ lstore_claim_takeover(struct lstore *s, MDB_txn *txn, const struct store_key *k,
     uint64_t ttl_ms, struct rec *r)
 {
 	struct rec old = *r;
-	uint64_t exp = lstore_add_ms(now_ms, ttl_ms);
+	uint64_t exp = lstore_add_ms(store_commit_ms(&s->base, now_ms), ttl_ms);
 	int rc;
 
 	memcpy(r->token, token, REC_TOKEN_SIZE);
 	r->lease_ms = lstore_add_ms(now_ms, lease_ms);
+#ifdef IDEM_PLANT_LATE_TTL	/* a planted bug for tests/sim, never defined */
+	exp = r->expires_ms;
+#endif
 	if (exp > r->expires_ms)
 		r->expires_ms = exp;
 	if (r->attempts < UINT32_MAX)
@@ -442,7 +445,8 @@ static int
 lstore_complete_op(struct lstore *s, MDB_txn *txn, struct store_own_job *a,
     const struct rec *cur, int *wrote)
 {
-	uint64_t exp = lstore_add_ms(a->now_ms, a->span_ms);
+	uint64_t exp = lstore_add_ms(store_commit_ms(&s->base, a->now_ms),
+	    a->span_ms);
 	struct idem_tx tx;
 	struct rec done;
 	int rc;
@@ -462,6 +466,9 @@ lstore_complete_op(struct lstore *s, MDB_txn *txn, struct store_own_job *a,
 	done.state = REC_COMPLETED;
 	memset(done.token, 0, sizeof(done.token));
 	done.lease_ms = a->now_ms;
+#ifdef IDEM_PLANT_LATE_TTL	/* a planted bug for tests/sim, never defined */
+	exp = done.expires_ms;
+#endif
 	if (exp > done.expires_ms)
 		done.expires_ms = exp;
 	done.cp = NULL;

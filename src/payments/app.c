@@ -18,6 +18,7 @@
 #include "metrics.h"
 #include "problem.h"
 #include "provider.h"
+#include "store.h"
 
 /*
  * Shared by every thread of the worker: what app_ensure_open sets is set
@@ -31,6 +32,7 @@ struct app {
 	struct auth_keys *keys;
 	int have_secret;            /* keyhash secret loaded */
 	uint8_t secret[KEYHASH_SECRET_SIZE];
+	struct app_inject inj;      /* what a harness put in (app_open_with) */
 };
 
 static int app_ensure_open(struct app *a);
@@ -39,6 +41,13 @@ static int app_open_locked(struct app *a);
 int
 app_open(const struct config *cfg, struct app **out, char *err, size_t errlen)
 {
+	return app_open_with(cfg, NULL, out, err, errlen);
+}
+
+int
+app_open_with(const struct config *cfg, const struct app_inject *inj,
+    struct app **out, char *err, size_t errlen)
+{
 	struct app *a;
 
 	if ((a = calloc(1, sizeof(*a))) == NULL) {
@@ -46,6 +55,10 @@ app_open(const struct config *cfg, struct app **out, char *err, size_t errlen)
 		return -1;
 	}
 	a->cfg = *cfg;
+	if (inj != NULL) {
+		a->inj = *inj;
+		a->provider = inj->provider;
+	}
 	if (pthread_mutex_init(&a->open_mu, NULL) != 0) {
 		snprintf(err, errlen, "cannot create a lock");
 		free(a);
@@ -96,6 +109,8 @@ app_open_locked(struct app *a)
 		.max_keys_per_scope = a->cfg.keys_per_account,
 		.commit_delay_us = a->cfg.commit_delay_us,
 		.tables = pay_tables,
+		.clock = a->inj.clock,
+		.clock_ctx = a->inj.clock_ctx,
 	};
 	char err[PATH_MAX + 64];
 	struct provider_config pc = { a->cfg.provider_dir, a->cfg.map_size,
@@ -104,7 +119,8 @@ app_open_locked(struct app *a)
 	int rc;
 
 	if (a->idem == NULL) {
-		if ((rc = idem_open(&opt, &a->idem)) != IDEM_OK) {
+		if ((rc = idem_open_backend(&opt, a->inj.backend, &a->idem)) !=
+		    IDEM_OK) {
 			a->idem = NULL;
 			return rc;
 		}

@@ -18,6 +18,25 @@ int app_open(const struct config *cfg, struct app **out, char *err,
     size_t errlen);
 void app_close(struct app *a);
 
+/*
+ * What a harness (tests/sim) puts in place of what app_open would open:
+ * a store backend (NULL: LMDB), the library's clock (NULL: the system's)
+ * and a provider (NULL: the simulated one in cfg->provider_dir; else the
+ * app's own from then on, closed by app_close).
+ */
+struct store_ops;
+struct provider;
+struct app_inject {
+	const struct store_ops *backend;
+	uint64_t (*clock)(void *ctx);
+	void *clock_ctx;
+	struct provider *provider;
+};
+
+/* app_open with inj (may be NULL: app_open). */
+int app_open_with(const struct config *cfg, const struct app_inject *inj,
+    struct app **out, char *err, size_t errlen);
+
 void app_handle(void *app, enum req_status status, const struct request *req,
     struct response *resp);
 

@@ -11,6 +11,9 @@
 #include <string.h>
 
 #include "err.h"
+#ifdef IDEM_PLANT_RANDOM_PROVIDER_KEY
+#include "crypto.h"
+#endif
 #include "handlers.h"
 #include "idem.h"
 #include "json.h"
@@ -405,8 +408,16 @@ pay_run(struct pay_run *r, const struct pay_order *o, const char *invalid,
 	 * creation time tells this lifetime of the key from a later one (after
 	 * it expired), and is kept across take-overs.
 	 */
+#ifndef IDEM_PLANT_RANDOM_PROVIDER_KEY	/* for tests/sim, never defined */
 	if (asprintf(&pkey, "charge:%s:%s:%llu", r->scope, r->key,
 	    (unsigned long long)idem_call_created_ms(r->call)) < 0) {
+#else
+	uint64_t plant;
+
+	crypto_random(&plant, sizeof(plant));
+	if (asprintf(&pkey, "charge:%s:%016llx", r->scope,
+	    (unsigned long long)plant) < 0) {
+#endif
 		idem_abandon(r->call);
 		problem_build(resp, PROBLEM_INTERNAL, "Out of memory; nothing "
 		    "was charged. Retry with the same Idempotency-Key.");

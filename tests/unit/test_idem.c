@@ -22,10 +22,15 @@ static uint64_t now_ms;
 static uint8_t fp_a[IDEM_FP_SIZE], fp_b[IDEM_FP_SIZE];
 static const char *const tables[] = { "rows", "counter", NULL };
 
+static uint64_t stall_ms;  /* the clock moves this much after each reading */
+
 static uint64_t
 test_clock(void *ctx)
 {
-	return *(const uint64_t *)ctx;
+	uint64_t *now = ctx, t = *now;
+
+	*now += stall_ms;
+	return t;
 }
 
 static struct idem *
@@ -93,6 +98,33 @@ begin(const char *key, const uint8_t *fp, struct idem_call **c)
 	rc = idem_begin(idem, "s", key, fp, NULL, NULL, c);
 	HARNESS_EQ(rc, IDEM_OK);
 	return rc == IDEM_OK ? idem_call_verdict(*c) : IDEM_VERDICT__MAX;
+}
+
+/*
+ * A completion whose write waited after idem_finish read the time (for
+ * the write lock, in a stalled process) keeps its answer a whole TTL from
+ * when it committed, not from that reading: the retry whose answer was
+ * lost replays it instead of claiming the key afresh and running again.
+ */
+static void
+test_finish_dated_at_commit(void)
+{
+	struct idem_response r = { 201, NULL, 0, "ok", 2 };
+	struct idem_call *c;
+	uint64_t read_at;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(idem);
+	HARNESS_EQ(begin("late", fp_a, &c), IDEM_RUN);
+	read_at = now_ms = T0 + 10 * TTL;
+	stall_ms = TTL;
+	HARNESS_EQ(idem_finish(c, &r, NULL, NULL), IDEM_OK);
+	stall_ms = 0;
+	idem_call_free(c);
+	/* The write committed at least a TTL after idem_finish read the time. */
+	CU_ASSERT(now_ms >= read_at + 2 * TTL);
+	now_ms -= 1;
+	HARNESS_EQ(begin("late", fp_a, &c), IDEM_REPLAY);
+	idem_call_free(c);
 }
 
 /*
@@ -555,6 +587,8 @@ harness_suites(void)
 	if (s == NULL ||
 	    CU_add_test(s, "claim with its start", test_claim_with_start) ==
 	    NULL ||
+	    CU_add_test(s, "finish dated at its commit",
+	    test_finish_dated_at_commit) == NULL ||
 	    CU_add_test(s, "finish and replay", test_finish_and_replay) ==
 	    NULL ||
 	    CU_add_test(s, "finish hook chooses the response",

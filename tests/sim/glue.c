@@ -1,0 +1,190 @@
+/*
+ * glue.c: the payments application opened for a schedule.
+ *
+ * app_open_with puts the schedule's store backend (the simulation store,
+ * simstore.c, or LMDB with the simulator's yields, lmdbwrap.c) and clock
+ * in place; the provider (simprov.c) and the fault points and clock of
+ * simenv.c are linked in place of provider.c and fault.c.  Each worker
+ * gets its own application, as each worker process has its own; they
+ * share one directory per schedule (the LMDB environment, the metrics
+ * file and the log secret), on /dev/shm when there is one.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "cfg.h"
+#include "check.h"
+#include "err.h"
+#include "fault.h"
+#include "glue.h"
+#include "handlers.h"
+#include "lmdbwrap.h"
+#include "problem.h"
+#include "sim.h"
+#include "simprov.h"
+#include "simstore.h"
+#include "store.h"
+
+static char dir[64];
+static struct store *purger;
+
+static const struct store_ops *
+backend(void)
+{
+	return W.backend == SIM_LMDB ? &lmdbwrap_ops : &sim_store_ops;
+}
+
+const char *
+backend_name(void)
+{
+	return backend()->name;
+}
+
+static uint64_t
+glue_clock(void *ctx)
+{
+	(void)ctx;
+	return clock_now_ms();
+}
+
+static void
+glue_config(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->db_dir, sizeof(cfg->db_dir), "%s", dir);
+	snprintf(cfg->provider_dir, sizeof(cfg->provider_dir), "%s", dir);
+	snprintf(cfg->keys_file, sizeof(cfg->keys_file), "%s/keys", dir);
+	cfg->ttl_ms = W.ttl_ms;
+	cfg->lease_ms = W.lease_ms;
+	cfg->body_limit = 65536;
+	cfg->map_size = 16 << 20;
+	cfg->keys_per_account = W.backend == SIM_LMDB ?
+	    W.pf.keys_per_account : 0;
+	cfg->fp_mode = IDEM_FP_CANONICAL;
+	cfg->auth_mode = AUTH_MODE_REMOTE_USER;
+	strcpy(cfg->metrics_account, "metrics");
+	strcpy(cfg->problem_base, "/problems/");
+}
+
+static void
+dir_remove(void)
+{
+	struct dirent *de;
+	char path[512];
+	DIR *d;
+
+	if (dir[0] == '\0' || (d = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		unlink(path);
+	}
+	closedir(d);
+	rmdir(dir);
+	dir[0] = '\0';
+}
+
+void
+glue_world_begin(void)
+{
+	struct store_config sc;
+	const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" :
+	    getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+
+	snprintf(dir, sizeof(dir), "%s/idem-sim-XXXXXX", base);
+	if (mkdtemp(dir) == NULL) {
+		perror("sim: mkdtemp");
+		abort();
+	}
+	simstore_reset();
+	simprov_reset();
+	memset(&sc, 0, sizeof(sc));
+	sc.dir = dir;
+	sc.map_size = 16 << 20;
+	sc.tables = pay_tables;
+	sc.backend = backend();
+	if (store_open(&sc, &purger) != IDEM_OK)
+		abort();
+}
+
+void
+glue_world_end(void)
+{
+	store_close(purger);
+	purger = NULL;
+	simstore_reset();
+	simprov_reset();
+	dir_remove();
+}
+
+void *
+glue_app_open(int worker)
+{
+	struct app_inject inj = { backend(), glue_clock, NULL, NULL };
+	struct config cfg;
+	struct app *a;
+	char err[256];
+
+	(void)worker;
+	glue_config(&cfg);
+	if (app_open_with(&cfg, &inj, &a, err, sizeof(err)) != 0) {
+		fprintf(stdout, "sim: app_open: %s\n", err);
+		abort();
+	}
+	/*
+	 * app_open points the problem types' base at its own configuration
+	 * (problem_set_base: the string must outlive every problem), which
+	 * is one process's lifetime in production; here workers die and
+	 * restart within one process, so the base is a literal.
+	 */
+	problem_set_base("/problems/");
+	return a;
+}
+
+void
+glue_app_crash(void *app)
+{
+	app_close(app);
+}
+
+void
+glue_app_close(void *app)
+{
+	app_close(app);
+}
+
+void
+glue_app_handle(void *app, enum req_status st, const struct request *req,
+    struct response *resp)
+{
+	app_handle(app, st, req, resp);
+}
+
+int
+glue_purge(uint64_t now_ms, size_t max, size_t *purged)
+{
+	return store_purge(purger, now_ms, max, purged);
+}
+
+int
+truth_lookup(const char *scope, const char *key, struct rec *out)
+{
+	if (W.backend == SIM_LMDB)
+		return lmdbwrap_lookup(purger, scope, key, out);
+	return simstore_peek(scope, key, out);
+}
+
+int
+truth_row(const char *table, const void *key, size_t keylen,
+    struct buf *out)
+{
+	if (W.backend == SIM_LMDB)
+		return lmdbwrap_row(purger, table, key, keylen, out);
+	return simstore_row(table, key, keylen, out);
+}
