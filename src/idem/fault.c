@@ -67,9 +67,16 @@ fault_wait(const char *path)
 }
 
 /*
+ * Milliseconds that jump= actions have added to this process's clock: a
+ * stall (a write lock held long, a stopped process) stood in for without
+ * waiting.
+ */
+static uint64_t fault_clock_skew;
+
+/*
  * Acts on one "action" of a "point:action" entry that named this point:
- * kill, killonce=MARKER, wait=FIFO, or fail (returns 1: the caller fails
- * as if the store were full).
+ * kill, killonce=MARKER, wait=FIFO, jump=MS (the clock moves MS ahead),
+ * or fail (returns 1: the caller fails as if the store were full).
  */
 static int
 fault_path(const char *p, size_t len, char *out, size_t outlen)
@@ -81,6 +88,25 @@ fault_path(const char *p, size_t len, char *out, size_t outlen)
 	memcpy(out, p, len);
 	out[len] = '\0';
 	return 0;
+}
+
+static void
+fault_jump(const char *ms, size_t len)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	for (i = 0; i < len && i < 15; i++) {
+		if (ms[i] < '0' || ms[i] > '9')
+			break;
+		v = v * 10 + (uint64_t)(ms[i] - '0');
+	}
+	if (i == 0 || i != len) {
+		fprintf(stderr, "fault: jump wants milliseconds, 1 to 15 "
+		    "digits\n");
+		return;
+	}
+	__atomic_add_fetch(&fault_clock_skew, v, __ATOMIC_SEQ_CST);
 }
 
 static int
@@ -115,6 +141,10 @@ fault_act(const char *action, size_t len)
 	if (len > 5 && strncmp(action, "wait=", 5) == 0) {
 		if (fault_path(action + 5, len - 5, path, sizeof(path)) == 0)
 			fault_wait(path);
+		return 0;
+	}
+	if (len > 5 && strncmp(action, "jump=", 5) == 0) {
+		fault_jump(action + 5, len - 5);
 		return 0;
 	}
 	fprintf(stderr, "fault: unknown action \"%.*s\"\n", (int)len, action);
@@ -152,12 +182,14 @@ fault_point(const char *name)
 /*
  * IDEM_TEST_NOW_MS pins the clock so that the fixture tests can step
  * over leases and expiries without sleeping.  A value that is not a
- * plain decimal number is ignored rather than read as 0.
+ * plain decimal number is ignored rather than read as 0.  jump= actions
+ * move either clock ahead.
  */
 uint64_t
 clock_now_ms(void)
 {
 	const char *s = getenv("IDEM_TEST_NOW_MS");
+	uint64_t skew = __atomic_load_n(&fault_clock_skew, __ATOMIC_SEQ_CST);
 	unsigned long long v;
 	char *end;
 
@@ -165,9 +197,9 @@ clock_now_ms(void)
 		errno = 0;
 		v = strtoull(s, &end, 10);
 		if (errno == 0 && *end == '\0')
-			return (uint64_t)v;
+			return (uint64_t)v + skew;
 	}
-	return clock_real_ms();
+	return clock_real_ms() + skew;
 }
 
 #else /* !IDEM_FAULT_POINTS */

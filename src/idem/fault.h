@@ -15,6 +15,9 @@
  *                                          store write fails (IDEM_EFULL);
  *                                          also store_checkpoint,
  *                                          store_complete
+ *     IDEM_FAULT=store_wait:jump=86400000  the clock moves a day ahead
+ *                                          each time a group commit's
+ *                                          leader holds the write lock
  * IDEM_TEST_NOW_MS, when set, is the clock in milliseconds since the epoch.
  */
 #ifndef IDEM_FAULT_H

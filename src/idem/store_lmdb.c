@@ -585,6 +585,8 @@ lstore_lead(struct lstore *s)
 	e->leading = 1;
 	pthread_mutex_unlock(&e->mu);
 	rc = lstore_txn_begin(s, 1, &txn);
+	/* Here a leader may have waited long for LMDB's write lock. */
+	fault_point("store_wait");
 	lstore_gather(e);
 	pthread_mutex_lock(&e->mu);
 	for (e->last_batch = 0, j = e->queue; j != NULL; j = j->next)
