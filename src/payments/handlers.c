@@ -97,7 +97,7 @@ pay_get(const struct pay_env *env, const struct request *req, const char *id,
 	pay_etag(view.data, view.len, etag);
 	resp_reset(resp);
 	resp_header(resp, "ETag", "%s", etag);
-	/* RFC 9110 section 13.1.2; it changes only when refunds are made. */
+	/* RFC 9110 section 13.1.2; it changes only when a refund is made. */
 	if (req->if_none_match != NULL && (strcmp(req->if_none_match,
 	    "*") == 0 || strstr(req->if_none_match, etag) != NULL)) {
 		resp->status = 304;

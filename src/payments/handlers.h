@@ -98,8 +98,10 @@ void refund_post(const struct pay_env *env, struct pay_note *note,
 
 /*
  * Appends the representation GET /payments/{id} shows: the stored body of
- * the payment with its refunded total ("amount_refunded") as the last
- * member.  The 201 of POST /payments, and its replays, stay as stored.
+ * the payment, as its 201 had it (same bytes, same ETag) until a refund
+ * completes, and from then on with the refunded total as its last member,
+ * "amount_refunded".  The 201 of POST /payments, and its replays, stay as
+ * stored.
  */
 int refund_payment_extend(struct idem *idem, const char *payment,
     const void *body, size_t len, struct buf *out);

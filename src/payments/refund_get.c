@@ -77,8 +77,11 @@ refund_payment_extend(struct idem *idem, const char *payment,
 	int64_t paid, refunded;
 	int rc;
 
-	if ((rc = refund_payment_money(body, len, &paid, &cur)) != IDEM_OK ||
-	    (rc = refund_refunded(idem, payment, &refunded)) != IDEM_OK)
+	if ((rc = refund_refunded(idem, payment, &refunded)) != IDEM_OK)
+		return rc;
+	if (refunded == 0)
+		return buf_append(out, body, len);
+	if ((rc = refund_payment_money(body, len, &paid, &cur)) != IDEM_OK)
 		return rc;
 	return refund_payment_view(body, len, refunded, cur, out);
 }
