@@ -1,7 +1,7 @@
 /*
  * idemctl: the operator's tool for an idem store.
  *
- *   idemctl stats             counts of keys, payments, charges
+ *   idemctl stats             counts of keys, payments, charges, refunds
  *   idemctl purge [-n N] [-w MS]
  *                             delete expired keys, N per transaction, with
  *                             a pause of MS between transactions
@@ -24,10 +24,12 @@
 #include "crypto.h"
 #include "err.h"
 #include "fault.h"
+#include "handlers.h"
 #include "keyhash.h"
 #include "metrics.h"
 #include "payment.h"
 #include "provider.h"
+#include "refund.h"
 #include "store.h"
 
 static struct config ctl_cfg;
@@ -44,11 +46,8 @@ ctl_usage(void)
 static struct store *
 ctl_store(int read_only)
 {
-	static const char *const tables[] = {
-		PAY_TABLE_PAYMENTS, PAY_TABLE_BY_ACCOUNT, NULL
-	};
 	struct store_config sc = { ctl_cfg.db_dir, ctl_cfg.map_size, read_only,
-	    ctl_cfg.keys_per_account, 0, tables, NULL };
+	    ctl_cfg.keys_per_account, 0, pay_tables, NULL };
 	struct store *s;
 	int rc;
 
@@ -93,27 +92,31 @@ ctl_stats(void)
 	struct ctl_stats st = { 0, 0, 0, 0, 0, clock_now_ms() };
 	struct provider *p;
 	struct store *s = ctl_store(0);
-	size_t payments = 0, charges = 0, declines = 0;
+	size_t payments = 0, charges = 0, declines = 0, refunds = 0;
+	size_t refunded = 0;
 	int rc;
 
 	if ((rc = store_each(s, ctl_count, &st)) != IDEM_OK ||
-	    (rc = store_count(s, PAY_TABLE_PAYMENTS, &payments)) != IDEM_OK) {
+	    (rc = store_count(s, PAY_TABLE_PAYMENTS, &payments)) != IDEM_OK ||
+	    (rc = store_count(s, REFUND_TABLE_REFUNDS, &refunds)) != IDEM_OK) {
 		fprintf(stderr, "idemctl: %s\n", idem_strerror(rc));
 		store_close(s);
 		return 1;
 	}
 	store_close(s);
 	if ((rc = provider_open(&pc, &p)) != IDEM_OK ||
-	    (rc = provider_count(p, &charges, &declines)) != IDEM_OK) {
+	    (rc = provider_count(p, &charges, &declines)) != IDEM_OK ||
+	    (rc = provider_count_refunds(p, &refunded)) != IDEM_OK) {
 		fprintf(stderr, "idemctl: provider %s: %s\n",
 		    ctl_cfg.provider_dir, idem_strerror(rc));
 		return 1;
 	}
 	provider_close(p);
 	printf("keys: %zu\ncompleted: %zu\nin_progress: %zu\nstuck: %zu\n"
-	    "pending: %zu\npayments: %zu\ncharges: %zu\ndeclines: %zu\n",
+	    "pending: %zu\npayments: %zu\ncharges: %zu\ndeclines: %zu\n"
+	    "refunds: %zu\nprovider_refunds: %zu\n",
 	    st.keys, st.completed, st.in_progress, st.stuck, st.pending,
-	    payments, charges, declines);
+	    payments, charges, declines, refunds, refunded);
 	return 0;
 }
 

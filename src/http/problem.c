@@ -52,6 +52,10 @@ static const struct {
 	[PROBLEM_BAD_REQUEST] = { "bad-request", 400, "Bad request" },
 	[PROBLEM_TOO_MANY_KEYS] = { "too-many-keys", 429,
 	    "Too many live Idempotency-Keys for this account" },
+	[PROBLEM_INVALID_REFUND] = { "invalid-refund", 400,
+	    "Refund request is invalid" },
+	[PROBLEM_REFUND_EXCEEDS] = { "refund-exceeds-payment", 400,
+	    "Refund exceeds what is left of the payment" },
 };
 
 static const char *problem_base = "/problems/";

@@ -31,6 +31,8 @@ enum problem {
 	PROBLEM_INTERNAL,          /* 500 */
 	PROBLEM_BAD_REQUEST,       /* 400 */
 	PROBLEM_TOO_MANY_KEYS,     /* 429 */
+	PROBLEM_INVALID_REFUND,    /* 400 */
+	PROBLEM_REFUND_EXCEEDS,    /* 400 */
 	PROBLEM__MAX
 };
 

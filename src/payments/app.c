@@ -252,9 +252,11 @@ app_route(struct app *a, struct pay_note *note, enum req_status st,
 {
 	char principal[AUTH_PRINCIPAL_MAX + 1];
 	struct pay_env env;
+	char pay_id[PAY_ID_LEN + 1], refund_id[REFUND_ID_LEN + 1];
 	const char *p = req->path;
 	int get = strcmp(req->method, "GET") == 0 ||
 	    strcmp(req->method, "HEAD") == 0;
+	enum refund_path refunds;
 
 	if (strcmp(p, "/metrics") == 0) {
 		if (!get)
@@ -287,7 +289,14 @@ app_route(struct app *a, struct pay_note *note, enum req_status st,
 		app_method_not_allowed(resp, "GET, HEAD, POST");
 		return;
 	}
-	if (strcmp(p, "/payments") != 0 && !get) {
+	refunds = refund_path_parse(p, pay_id, refund_id);
+	if (refunds == REFUND_PATH_LIST && strcmp(req->method, "POST") != 0 &&
+	    !get) {
+		app_method_not_allowed(resp, "GET, HEAD, POST");
+		return;
+	}
+	if (strcmp(p, "/payments") != 0 && refunds != REFUND_PATH_LIST &&
+	    !get) {
 		app_method_not_allowed(resp, "GET, HEAD");
 		return;
 	}
@@ -295,7 +304,9 @@ app_route(struct app *a, struct pay_note *note, enum req_status st,
 	    app_authorize(a, principal, 0, resp) != 0)
 		return;
 	app_env(a, &env);
-	if (strcmp(req->method, "POST") == 0)
+	if (refunds != REFUND_PATH_NONE)
+		refund_route(&env, note, req, st, principal, resp);
+	else if (strcmp(req->method, "POST") == 0)
 		pay_post(&env, note, req, st, principal, resp);
 	else if (st != REQ_OK)
 		pay_bad_request(st, &a->cfg, resp);

@@ -1,7 +1,8 @@
 /*
  * handlers.c: the payments endpoints that read (GET /payments/{id}, GET
  * /payments, /healthz, /metrics) and the answers every handler shares.
- * POST /payments is in post.c.
+ * POST /payments is in post.c; the refunds are in refund_post.c and
+ * refund_get.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,8 @@
 #define PAY_LIST_MAX 100
 
 const char *const pay_tables[] = {
-	PAY_TABLE_PAYMENTS, PAY_TABLE_BY_ACCOUNT, NULL
+	PAY_TABLE_PAYMENTS, PAY_TABLE_BY_ACCOUNT, REFUND_TABLE_REFUNDS,
+	REFUND_TABLE_BY_PAYMENT, REFUND_TABLE_TOTALS, REFUND_TABLE_HOLDS, NULL
 };
 
 void
@@ -61,6 +63,7 @@ void
 pay_get(const struct pay_env *env, const struct request *req, const char *id,
     const char *scope, struct response *resp)
 {
+	struct buf view = BUF_INIT;
 	void *row = NULL;
 	const uint8_t *s, *b;
 	size_t rowlen = 0, slen, blen;
@@ -85,14 +88,16 @@ pay_get(const struct pay_env *env, const struct request *req, const char *id,
 		problem_build(resp, PROBLEM_NOT_FOUND, "No such payment.");
 		goto out;
 	}
+	if (rc == IDEM_OK)
+		rc = refund_payment_extend(env->idem, id, b, blen, &view);
 	if (rc != IDEM_OK) {
 		pay_store_error(resp, rc);
 		goto out;
 	}
-	pay_etag(b, blen, etag);
+	pay_etag(view.data, view.len, etag);
 	resp_reset(resp);
 	resp_header(resp, "ETag", "%s", etag);
-	/* RFC 9110 section 13.1.2; a payment never changes once made. */
+	/* RFC 9110 section 13.1.2; it changes only when a refund is made. */
 	if (req->if_none_match != NULL && (strcmp(req->if_none_match,
 	    "*") == 0 || strstr(req->if_none_match, etag) != NULL)) {
 		resp->status = 304;
@@ -101,9 +106,10 @@ pay_get(const struct pay_env *env, const struct request *req, const char *id,
 	resp->status = 200;
 	if ((rc = resp_header(resp, "Content-Type", "application/json")) !=
 	    IDEM_OK ||
-	    (rc = buf_append(&resp->body, b, blen)) != IDEM_OK)
+	    (rc = buf_append(&resp->body, view.data, view.len)) != IDEM_OK)
 		problem_build(resp, PROBLEM_INTERNAL, "%s.", idem_strerror(rc));
 out:
+	buf_free(&view);
 	free(row);
 }
 
@@ -138,9 +144,8 @@ pay_collect(void *ctx, const void *key, size_t keylen, const void *val,
 	return 0;
 }
 
-/* Parses the limit parameter of the query; 0 when absent, -1 if bad. */
-static long
-pay_query_limit(const char *q)
+long
+pay_query_limit(const char *q, long max)
 {
 	const char *p = q;
 	char *end;
@@ -150,7 +155,7 @@ pay_query_limit(const char *q)
 		if (strncmp(p, "limit=", 6) == 0) {
 			v = strtol(p + 6, &end, 10);
 			if (end == p + 6 || (*end != '\0' && *end != '&') ||
-			    v < 1 || v > PAY_LIST_MAX)
+			    v < 1 || v > max)
 				return -1;
 			return v;
 		}
@@ -172,7 +177,7 @@ pay_list(const struct pay_env *env, const struct request *req, const char *scope
 	long limit;
 	int rc;
 
-	if ((limit = pay_query_limit(req->query)) < 0) {
+	if ((limit = pay_query_limit(req->query, PAY_LIST_MAX)) < 0) {
 		problem_build(resp, PROBLEM_BAD_REQUEST, "limit must be a "
 		    "whole number from 1 to %d.", PAY_LIST_MAX);
 		return;
@@ -210,7 +215,8 @@ pay_list(const struct pay_env *env, const struct request *req, const char *scope
 			continue;
 		if (shown++ > 0 && (rc = buf_putc(&resp->body, ',')) != IDEM_OK)
 			break;
-		rc = buf_append(&resp->body, b, blen);
+		rc = refund_payment_extend(env->idem, ids->ids[i], b, blen,
+		    &resp->body);
 	}
 	if (rc == IDEM_OK)
 		rc = buf_printf(&resp->body, "],\"has_more\":%s}",

@@ -15,6 +15,7 @@
 #include "idem.h"
 #include "keyhash.h"
 #include "provider.h"
+#include "refund.h"
 #include "request.h"
 #include "response.h"
 
@@ -62,6 +63,48 @@ void pay_list(const struct pay_env *env, const struct request *req,
 void pay_healthz(const struct pay_env *env, struct response *resp);
 /* Prometheus text format: counters of every worker of this store. */
 void pay_metrics(const struct pay_env *env, struct response *resp);
+
+/*
+ * The limit parameter of a list's query: 0 when absent, -1 when it is not
+ * a whole number from 1 to max.
+ */
+long pay_query_limit(const char *query, long max);
+
+/* Where a path below /payments/ is in the refunds' part of the API. */
+enum refund_path {
+	REFUND_PATH_NONE = 0,  /* not a refunds path */
+	REFUND_PATH_LIST,      /* /payments/{id}/refunds */
+	REFUND_PATH_ONE        /* /payments/{id}/refunds/{refund id} */
+};
+
+/*
+ * Classifies path and copies the ids it names (each "" when longer than
+ * an id can be: such a path answers 404).
+ */
+enum refund_path refund_path_parse(const char *path,
+    char payment[PAY_ID_LEN + 1], char refund[REFUND_ID_LEN + 1]);
+
+/*
+ * Answers a request on a refunds path (refund_path_parse): POST to the
+ * list creates a refund, GET reads the list or one refund.
+ */
+void refund_route(const struct pay_env *env, struct pay_note *note,
+    const struct request *req, enum req_status st, const char *scope,
+    struct response *resp);
+
+void refund_post(const struct pay_env *env, struct pay_note *note,
+    const struct request *req, enum req_status st, const char *payment,
+    const char *scope, struct response *resp);
+
+/*
+ * Appends the representation GET /payments/{id} shows: the stored body of
+ * the payment, as its 201 had it (same bytes, same ETag) until a refund
+ * completes, and from then on with the refunded total as its last member,
+ * "amount_refunded".  The 201 of POST /payments, and its replays, stay as
+ * stored.
+ */
+int refund_payment_extend(struct idem *idem, const char *payment,
+    const void *body, size_t len, struct buf *out);
 
 /* The 503 for a store error: problem+json with Retry-After. */
 void pay_store_error(struct response *resp, int err);

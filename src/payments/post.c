@@ -4,7 +4,8 @@
  * What is the payment's own here: the order, the provider call and its
  * derived key, the stages, and which failure means release (nothing can
  * have happened) and which abandon (a charge may exist).  Replay, 409,
- * 422, 429, the claim and its lease are the library's (idem.h).
+ * 422, 429, the claim and its lease are the library's (idem.h), and
+ * what every keyed endpoint answers alike is in keyed.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,14 +19,11 @@
 #include "idem.h"
 #include "json.h"
 #include "key.h"
+#include "keyed.h"
 #include "metrics.h"
 #include "money.h"
 #include "payment.h"
 #include "problem.h"
-
-/* The headers a stored answer keeps for replay. */
-static const char *const pay_kept[] = { "Content-Type", "Location", "ETag" };
-#define PAY_KEPT (sizeof(pay_kept) / sizeof(pay_kept[0]))
 
 /* What a claim has done in the world by the time it ends. */
 enum pay_effect {
@@ -47,92 +45,6 @@ struct pay_run {
 	 */
 	int reached_before;
 };
-
-/*
- * The response as it is stored for replay: status, kept headers, body.
- * out borrows from resp, and headers must hold PAY_KEPT entries.
- */
-static void
-pay_to_stored(const struct response *resp, struct idem_header *headers,
-    struct idem_response *out)
-{
-	const char *v;
-	size_t i;
-
-	memset(out, 0, sizeof(*out));
-	out->status = resp->status;
-	out->headers = headers;
-	for (i = 0; i < PAY_KEPT; i++) {
-		if ((v = resp_get_header(resp, pay_kept[i])) == NULL)
-			continue;
-		headers[out->nheaders].name = pay_kept[i];
-		headers[out->nheaders].value = v;
-		out->nheaders++;
-	}
-	out->body = resp->body.data;
-	out->bodylen = resp->body.len;
-}
-
-/*
- * Replays a stored response: the same status, stored headers and body
- * bytes, marked with Idempotent-Replayed.  A replay cut short would not
- * be faithful: if any part cannot be copied the answer is a 500 instead.
- */
-static void
-pay_replay(const struct idem_response *r, struct response *resp)
-{
-	size_t i;
-	int rc = IDEM_OK;
-
-	resp_reset(resp);
-	resp->status = r->status;
-	for (i = 0; i < r->nheaders && rc == IDEM_OK; i++)
-		rc = resp_header(resp, r->headers[i].name, "%s",
-		    r->headers[i].value);
-	if (rc == IDEM_OK)
-		rc = buf_append(&resp->body, r->body, r->bodylen);
-	if (rc == IDEM_OK)
-		rc = resp_header(resp, "Idempotent-Replayed", "true");
-	if (rc != IDEM_OK)
-		problem_build(resp, PROBLEM_INTERNAL, "The stored answer could "
-		    "not be sent (%s); retry with the same Idempotency-Key.",
-		    idem_strerror(rc));
-}
-
-/*
- * The 429 of a scope that holds as many live keys as it may: new keys
- * wait until some of its keys expire; retries of keys it holds still
- * replay.
- */
-static void
-pay_limit(const struct pay_env *env, struct response *resp,
-    uint32_t retry_after)
-{
-	problem_build(resp, PROBLEM_TOO_MANY_KEYS, "This account holds "
-	    "%llu live Idempotency-Keys, as many as it may; a new key can be "
-	    "used once older ones expire. Nothing was recorded or charged.",
-	    (unsigned long long)env->cfg->keys_per_account);
-	resp_header(resp, "Retry-After", "%u", retry_after);
-}
-
-/*
- * Answers a request whose claim could not be carried on: IDEM_ELOST means
- * another attempt took the claim over after our lease ran out (that
- * attempt will answer); anything else is a store failure.
- */
-static void
-pay_end_lost_or_failed(struct pay_note *note, int rc, struct response *resp)
-{
-	if (rc != IDEM_ELOST) {
-		pay_store_error(resp, rc);
-		return;
-	}
-	note->outcome = "lost";
-	problem_build(resp, PROBLEM_IN_PROGRESS, "This request outlived its "
-	    "lease and another attempt took it over; retry to get that "
-	    "attempt's answer.");
-	resp_header(resp, "Retry-After", "1");
-}
 
 /*
  * The 503 of a claim whose answer could not be stored, in words that say
@@ -170,29 +82,18 @@ pay_complete_failed(struct response *resp, int rc, enum pay_effect effect)
  * Stores resp as the final answer of our claim, with the rows hook
  * writes, if any.  When that fails the claim is released if nothing
  * reached the provider, and otherwise kept, with its lease ended, for
- * the retry to resume.
+ * the retry to resume (keyed_complete).
  */
 static void
 pay_complete(struct pay_run *r, idem_tx_fn hook, void *hook_ctx,
     enum pay_effect effect, struct response *resp)
 {
-	struct idem_header headers[PAY_KEPT];
-	struct idem_response stored;
 	int rc;
 
-	pay_to_stored(resp, headers, &stored);
-	rc = idem_finish(r->call, &stored, hook, hook_ctx);
-	if (rc == IDEM_OK)
-		return;
-	if (rc == IDEM_ELOST) {
-		pay_end_lost_or_failed(r->note, rc, resp);
-		return;
-	}
-	if (effect == PAY_EFFECT_NONE)
-		idem_release(r->call, NULL, NULL);
-	else
-		idem_abandon(r->call);
-	pay_complete_failed(resp, rc, effect);
+	rc = keyed_complete(r->call, r->note, hook, hook_ctx,
+	    effect == PAY_EFFECT_NONE, NULL, NULL, resp);
+	if (rc != IDEM_OK && rc != IDEM_ELOST)
+		pay_complete_failed(resp, rc, effect);
 }
 
 /* The 201 of a charged payment, rendered into resp. */
@@ -400,7 +301,7 @@ pay_run(struct pay_run *r, const struct pay_order *o, const char *invalid,
 		 */
 		if (rc != IDEM_ELOST && !r->reached_before)
 			idem_release(r->call, NULL, NULL);
-		pay_end_lost_or_failed(r->note, rc, resp);
+		keyed_lost_or_failed(r->note, rc, resp);
 		return;
 	}
 	/*
@@ -431,96 +332,6 @@ pay_run(struct pay_run *r, const struct pay_order *o, const char *invalid,
 	pay_charged(r, &cp, o, &ch, resp);
 }
 
-/*
- * The checks before the store, in the contract's order: key (400), body
- * read (413/400), media type (415), JSON (400).  On success *doc is the
- * caller's (json_free) and fp the request's fingerprint.
- */
-static int
-pay_precheck(const struct pay_env *env, const struct request *req,
-    enum req_status st, char key[KEY_MAX + 1], struct json_value **doc,
-    uint8_t fp[IDEM_FP_SIZE], struct response *resp)
-{
-	struct buf canon = BUF_INIT;
-	enum key_status ks;
-	enum json_status js;
-	char err[160];
-	size_t keylen;
-
-	ks = key_parse(req->idempotency_key, key, &keylen);
-	if (ks != KEY_OK) {
-		metrics_inc(ks == KEY_MISSING ? METRIC_KEY_MISSING :
-		    METRIC_KEY_INVALID);
-		problem_build(resp, ks == KEY_MISSING ? PROBLEM_MISSING_KEY :
-		    PROBLEM_INVALID_KEY, "%s", key_strstatus(ks));
-		return -1;
-	}
-	if (st != REQ_OK) {
-		pay_bad_request(st, env->cfg, resp);
-		return -1;
-	}
-	if (!req_is_json(req->content_type)) {
-		problem_build(resp, PROBLEM_MEDIA_TYPE, "Send the payment as "
-		    "Content-Type: application/json.");
-		return -1;
-	}
-	js = json_parse(req->body.data, req->body.len, doc, err, sizeof(err));
-	if (js != JSON_OK) {
-		problem_build(resp, PROBLEM_MALFORMED_JSON, "%s", err);
-		return -1;
-	}
-	if (env->cfg->fp_mode == IDEM_FP_CANONICAL) {
-		if (json_canonical(*doc, &canon) != IDEM_OK) {
-			problem_build(resp, PROBLEM_INTERNAL, "Out of memory.");
-			buf_free(&canon);
-			return -1;
-		}
-		idem_fingerprint(IDEM_FP_CANONICAL, req->method, req->path,
-		    req->query, canon.data, canon.len, fp);
-	} else
-		idem_fingerprint(IDEM_FP_RAW, req->method, req->path,
-		    req->query, req->body.data, req->body.len, fp);
-	buf_free(&canon);
-	return 0;
-}
-
-/* Answers what idem_begin decided. */
-static void
-pay_answer(struct pay_run *r, const struct pay_order *o, const char *invalid,
-    struct response *resp)
-{
-	struct idem_call *c = r->call;
-	uint32_t wait;
-
-	switch (idem_call_verdict(c)) {
-	case IDEM_LIMITED:
-		pay_limit(r->env, resp, idem_call_retry_after(c));
-		break;
-	case IDEM_REPLAY:
-		pay_replay(idem_call_response(c), resp);
-		break;
-	case IDEM_CONFLICT:
-		wait = idem_call_retry_after(c);
-		problem_build(resp, PROBLEM_IN_PROGRESS, "The first request "
-		    "with this Idempotency-Key is still being processed; "
-		    "retry after %u seconds.", wait);
-		resp_header(resp, "Retry-After", "%u", wait);
-		break;
-	case IDEM_MISMATCH:
-		problem_build(resp, PROBLEM_KEY_REUSED, "This Idempotency-Key "
-		    "was used with a different request (method, path, query "
-		    "or body). Use a new key for a new payment.");
-		break;
-	case IDEM_RUN:
-	case IDEM_RESUME:
-	default:
-		r->reached_before = idem_call_verdict(c) == IDEM_RESUME &&
-		    idem_call_stage(c) != PAY_STAGE_STARTED;
-		pay_run(r, o, invalid, resp);
-		break;
-	}
-}
-
 void
 pay_post(const struct pay_env *env, struct pay_note *note,
     const struct request *req, enum req_status st, const char *scope,
@@ -534,7 +345,7 @@ pay_post(const struct pay_env *env, struct pay_note *note,
 	uint8_t fp[IDEM_FP_SIZE];
 	int rc, valid;
 
-	if (pay_precheck(env, req, st, key, &doc, fp, resp) != 0)
+	if (keyed_precheck(env, req, st, "payment", key, &doc, fp, resp) != 0)
 		goto out;
 	r.key = key;
 	/*
@@ -557,7 +368,11 @@ pay_post(const struct pay_env *env, struct pay_note *note,
 		goto out;
 	}
 	note->outcome = idem_strverdict(idem_call_verdict(r.call));
-	pay_answer(&r, valid ? &o : NULL, invalid, resp);
+	if (keyed_answer(env, r.call, "payment", resp))
+		goto out;
+	r.reached_before = idem_call_verdict(r.call) == IDEM_RESUME &&
+	    idem_call_stage(r.call) != PAY_STAGE_STARTED;
+	pay_run(&r, valid ? &o : NULL, invalid, resp);
 out:
 	idem_call_free(r.call);
 	buf_free(&first.bytes);

@@ -31,7 +31,8 @@
 /*
  * Ledger row, version 1, big-endian:
  *     u8  version (1)
- *     u8  outcome (PROVIDER_CHARGED or PROVIDER_DECLINED)
+ *     u8  outcome (PROVIDER_CHARGED, PROVIDER_DECLINED or
+ *         PROVIDER_REFUNDED)
  *     u64 amount in minor units
  *     u64 time of the charge, ms since the epoch
  *     u8  length of the currency code, then its bytes
@@ -158,7 +159,8 @@ ledger_decode(const void *data, size_t len, struct ledger_row *r)
 	rd_init(&rd, data, len);
 	if (rd_u8(&rd, &version) != IDEM_OK || version != LEDGER_VERSION ||
 	    rd_u8(&rd, &outcome) != IDEM_OK ||
-	    (outcome != PROVIDER_CHARGED && outcome != PROVIDER_DECLINED) ||
+	    (outcome != PROVIDER_CHARGED && outcome != PROVIDER_DECLINED &&
+	    outcome != PROVIDER_REFUNDED) ||
 	    rd_u64(&rd, &amount) != IDEM_OK ||
 	    rd_u64(&rd, &r->time_ms) != IDEM_OK ||
 	    ledger_str(&rd, r->currency, LEDGER_CURRENCY_MAX) != IDEM_OK ||
@@ -170,14 +172,14 @@ ledger_decode(const void *data, size_t len, struct ledger_row *r)
 	return IDEM_OK;
 }
 
-/* A fresh charge id: "ch_" and 24 random hex digits. */
+/* A fresh id: prefix ("ch_", "rf_") and 24 random hex digits. */
 static void
-provider_new_id(char id[PROVIDER_ID_SIZE])
+provider_new_id(const char *prefix, char id[PROVIDER_ID_SIZE])
 {
 	uint8_t rnd[LEDGER_ID_RANDOM];
 
 	crypto_random(rnd, sizeof(rnd));
-	memcpy(id, "ch_", 3);
+	memcpy(id, prefix, 3);
 	crypto_hex(rnd, sizeof(rnd), id + 3);
 }
 
@@ -187,8 +189,8 @@ provider_new_id(char id[PROVIDER_ID_SIZE])
  * not be told the original charge's id.
  */
 static int
-provider_replay(const void *stored, size_t storedlen, int64_t amount,
-    const char *currency, struct provider_charge *out)
+provider_replay(const void *stored, size_t storedlen, int refund,
+    int64_t amount, const char *currency, struct provider_charge *out)
 {
 	struct ledger_row r;
 	int rc;
@@ -196,7 +198,8 @@ provider_replay(const void *stored, size_t storedlen, int64_t amount,
 	if ((rc = ledger_decode(stored, storedlen, &r)) != IDEM_OK)
 		return rc;
 	out->replayed = 1;
-	if (r.amount != amount || strcmp(r.currency, currency) != 0) {
+	if (r.amount != amount || strcmp(r.currency, currency) != 0 ||
+	    (r.outcome == PROVIDER_REFUNDED) != refund) {
 		out->outcome = PROVIDER_KEY_REUSED;
 		return IDEM_OK;
 	}
@@ -205,9 +208,15 @@ provider_replay(const void *stored, size_t storedlen, int64_t amount,
 	return IDEM_OK;
 }
 
-int
-provider_charge(struct provider *p, const char *key, int64_t amount,
-    const char *currency, uint64_t now_ms, struct provider_charge *out)
+/*
+ * Records a new charge or refund (refund set) under key, or answers the
+ * one the key already names.  after is the fault point just after the
+ * ledger row committed.
+ */
+static int
+provider_record(struct provider *p, int refund, const char *key,
+    int64_t amount, const char *currency, uint64_t now_ms, const char *after,
+    struct provider_charge *out)
 {
 	struct buf row = BUF_INIT;
 	struct ledger_row r;
@@ -231,19 +240,23 @@ provider_charge(struct provider *p, const char *key, int64_t amount,
 	}
 
 	memset(&r, 0, sizeof(r));
-	r.outcome = p->fail == PROVIDER_FAIL_DECLINE ? PROVIDER_DECLINED :
-	    PROVIDER_CHARGED;
+	if (refund)
+		r.outcome = PROVIDER_REFUNDED;
+	else
+		r.outcome = p->fail == PROVIDER_FAIL_DECLINE ?
+		    PROVIDER_DECLINED : PROVIDER_CHARGED;
 	r.amount = amount;
 	r.time_ms = now_ms;
 	memcpy(r.currency, currency, strlen(currency) + 1);
-	provider_new_id(r.id);
+	provider_new_id(refund ? "rf_" : "ch_", r.id);
 	if ((rc = ledger_encode(&r, &row)) != IDEM_OK)
 		goto out;
 
 	rc = idem_row_insert_once(p->ledger, PROVIDER_TABLE, key, klen,
 	    row.data, row.len, &stored, &storedlen);
 	if (rc == IDEM_EEXIST) {
-		rc = provider_replay(stored, storedlen, amount, currency, out);
+		rc = provider_replay(stored, storedlen, refund, amount,
+		    currency, out);
 		goto out;
 	}
 	if (rc != IDEM_OK)
@@ -254,7 +267,7 @@ provider_charge(struct provider *p, const char *key, int64_t amount,
 	 * decline is final) whatever happens to the caller, which is the
 	 * window the crash tests aim at.
 	 */
-	fault_point("after_charge");
+	fault_point(after);
 	if (p->fail == PROVIDER_FAIL_TIMEOUT) {
 		out->outcome = PROVIDER_TIMEOUT;
 		goto out;
@@ -267,9 +280,26 @@ out:
 	return rc;
 }
 
+int
+provider_charge(struct provider *p, const char *key, int64_t amount,
+    const char *currency, uint64_t now_ms, struct provider_charge *out)
+{
+	return provider_record(p, 0, key, amount, currency, now_ms,
+	    "after_charge", out);
+}
+
+int
+provider_refund(struct provider *p, const char *key, int64_t amount,
+    const char *currency, uint64_t now_ms, struct provider_charge *out)
+{
+	return provider_record(p, 1, key, amount, currency, now_ms,
+	    "after_refund", out);
+}
+
 struct provider_tally {
 	size_t charges;
 	size_t declines;
+	size_t refunds;
 	int err;
 };
 
@@ -286,6 +316,8 @@ provider_tally_row(void *ctx, const void *key, size_t keylen,
 		return 1;
 	if (r.outcome == PROVIDER_CHARGED)
 		t->charges++;
+	else if (r.outcome == PROVIDER_REFUNDED)
+		t->refunds++;
 	else
 		t->declines++;
 	return 0;
@@ -294,7 +326,7 @@ provider_tally_row(void *ctx, const void *key, size_t keylen,
 int
 provider_count(struct provider *p, size_t *charges, size_t *declines)
 {
-	struct provider_tally t = { 0, 0, IDEM_OK };
+	struct provider_tally t = { 0, 0, 0, IDEM_OK };
 	int rc;
 
 	rc = idem_row_scan(p->ledger, PROVIDER_TABLE, NULL, 0, 0, 0,
@@ -305,6 +337,22 @@ provider_count(struct provider *p, size_t *charges, size_t *declines)
 		return t.err;
 	*charges = t.charges;
 	*declines = t.declines;
+	return IDEM_OK;
+}
+
+int
+provider_count_refunds(struct provider *p, size_t *refunds)
+{
+	struct provider_tally t = { 0, 0, 0, IDEM_OK };
+	int rc;
+
+	rc = idem_row_scan(p->ledger, PROVIDER_TABLE, NULL, 0, 0, 0,
+	    provider_tally_row, &t);
+	if (rc != IDEM_OK)
+		return rc;
+	if (t.err != IDEM_OK)
+		return t.err;
+	*refunds = t.refunds;
 	return IDEM_OK;
 }
 

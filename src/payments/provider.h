@@ -15,6 +15,11 @@
  *   PROVIDER_FAIL_UNAVAILABLE the provider refuses before doing anything
  *   PROVIDER_FAIL_TIMEOUT     the charge is made and recorded, then the
  *                             answer is lost: the caller sees a timeout
+ *
+ * Refunds (provider_refund) are recorded in the same ledger and
+ * deduplicated the same way, under the caller's key for the refund; the
+ * latency and the unavailable and timeout modes apply to them alike.  A
+ * refund is never declined: PROVIDER_FAIL_DECLINE decides charges only.
  */
 #ifndef PAY_PROVIDER_H
 #define PAY_PROVIDER_H
@@ -38,6 +43,7 @@ enum provider_outcome {
 	PROVIDER_UNAVAILABLE,  /* nothing happened; safe to try later */
 	PROVIDER_TIMEOUT,      /* unknown: a charge may have been made */
 	PROVIDER_KEY_REUSED,   /* key seen with another amount or currency */
+	PROVIDER_REFUNDED,     /* refunded; id is the refund id */
 	PROVIDER_OUTCOME__MAX
 };
 
@@ -67,6 +73,19 @@ void provider_close(struct provider *p);
  */
 int provider_charge(struct provider *p, const char *key, int64_t amount,
     const char *currency, uint64_t now_ms, struct provider_charge *out);
+
+/*
+ * Refunds amount minor units of currency under key, the way
+ * provider_charge charges: the same key answers the original refund
+ * (PROVIDER_REFUNDED with its "rf_" id), never a second one.  Outcomes:
+ * PROVIDER_REFUNDED, PROVIDER_UNAVAILABLE, PROVIDER_TIMEOUT,
+ * PROVIDER_KEY_REUSED (the key names a charge, or another amount).
+ */
+int provider_refund(struct provider *p, const char *key, int64_t amount,
+    const char *currency, uint64_t now_ms, struct provider_charge *out);
+
+/* The number of refunds in the ledger. */
+int provider_count_refunds(struct provider *p, size_t *refunds);
 
 /* Counts of successful charges and of declines in the ledger. */
 int provider_count(struct provider *p, size_t *charges, size_t *declines);

@@ -51,15 +51,15 @@ class CgiState:
                     "IDEM_PROVIDER_LATENCY_MS": "0"})
         return env
 
-    def post(self, key, now_ms, body=BODY, fault=None):
-        """One POST /payments as plain CGI.  Returns a CgiRun."""
+    def post(self, key, now_ms, body=BODY, fault=None, path="/payments"):
+        """One POST (to /payments unless path says) as plain CGI.  Returns a CgiRun."""
         env = self.base_env()
         env.update({
             "GATEWAY_INTERFACE": "CGI/1.1", "SERVER_PROTOCOL": "HTTP/1.1",
             "SERVER_SOFTWARE": "idem-crash/1", "SERVER_NAME": "localhost",
             "SERVER_PORT": "8080", "REMOTE_ADDR": "127.0.0.1",
             "REMOTE_PORT": "40000", "REQUEST_METHOD": "POST",
-            "REQUEST_URI": "/payments", "SCRIPT_NAME": "", "PATH_INFO": "/payments",
+            "REQUEST_URI": path, "SCRIPT_NAME": "", "PATH_INFO": path,
             "QUERY_STRING": "", "HTTP_HOST": "localhost:8080",
             "CONTENT_TYPE": "application/json", "CONTENT_LENGTH": str(len(body)),
             "HTTP_AUTHORIZATION": f"Bearer {SECRET}",
@@ -653,6 +653,103 @@ def cgi_beyond_ttl(build, keep):
         st.cleanup(keep and bool(row.problems))
 
 
+REFUND_BODY = b'{"amount": 30.00}'
+# Where a refund dies, what the key is then, and how many provider refunds
+# the ledger holds: after the claim (the hold placed), after the provider
+# refunded and before the completion, after the completion.
+REFUND_POINTS = (("after_claim", "in_progress", 0),
+                 ("after_refund", "in_progress", 1),
+                 ("after_complete", "completed", 1))
+
+
+def cgi_refund_point(build, point, state, refunds_at_crash, keep):
+    """A refund dies at point; a retry in the lease gets 409 (or the
+    replay), the retry after it resumes with the same refund id and
+    provider key; one provider refund, one refund, replays identical."""
+    lease = 30
+    st = CgiState(build, lease)
+    row = CgiRow(f"refund {point}")
+    key = f"crash-refund-{point}-{secrets.token_hex(4)}"
+    T = int(time.time()) * 1000 + 789
+    try:
+        pay = cgi_check_run(row, st.post(f"pay-{key}", T), "payment")
+        if pay is None or pay.status != 201:
+            row.problems.append("the payment was not made")
+            return row
+        path = pay.header("Location") + "/refunds"
+
+        def refund(now, fault=None):
+            return st.post(key, now, body=REFUND_BODY, fault=fault, path=path)
+        run = refund(T, f"{point}:kill")
+        cgi_check_run(row, run, "first attempt", expect_killed=True)
+        after = st.stats(T)
+        row.first = (f"SIGKILL, in_progress={after['in_progress']}, "
+                     f"rf={after['provider_refunds']}")
+        if after["provider_refunds"] != refunds_at_crash:
+            row.problems.append(f"after the crash: {after['provider_refunds']} provider "
+                                f"refunds, expected {refunds_at_crash}")
+        want_done = 1 if state == "completed" else 0
+        if after["refunds"] != want_done or after["in_progress"] != 1 - want_done:
+            row.problems.append(f"after the crash: refunds {after['refunds']} in_progress "
+                                f"{after['in_progress']}, expected {want_done} and "
+                                f"{1 - want_done}")
+        if state != "completed" and run.out:
+            row.problems.append(f"{len(run.out)} bytes reached the client before the crash")
+        r2 = cgi_check_run(row, refund(T + 1000), "retry in lease")
+        ref = None
+        if r2 is not None:
+            row.in_lease = r2.label()
+            if state == "in_progress" and r2.status != 409:
+                row.problems.append(f"retry in lease: expected 409, got {r2.brief()}")
+            if state == "completed":
+                if r2.status != 201 or not r2.replayed:
+                    row.problems.append(f"retry in lease: expected the replay, got "
+                                        f"{r2.brief()}")
+                ref = r2
+        r3 = cgi_check_run(row, refund(T + lease * 1000 + 1000), "retry after lease")
+        later = []
+        if r3 is not None:
+            row.after_lease = r3.label()
+            if r3.status != 201:
+                row.problems.append(f"retry after lease: expected 201, got {r3.brief()}")
+            if ref is None:
+                ref = r3
+            else:
+                later.append(("retry after lease", r3))
+            cgi_expect_created(row, r3, T, "the refund id and time the claim recorded")
+        got = cgi_expect_stats(row, st, T + lease * 1000 + 2000, "after the 201",
+                               in_progress=0, stuck=0, refunds=1, provider_refunds=1,
+                               charges=1, payments=1)
+        row.charges, row.payments = got.get("provider_refunds"), got.get("refunds")
+        r4 = cgi_check_run(row, refund(T + 3600 * 1000), "replay")
+        if r4 is not None:
+            later.append(("replay (T+1h)", r4))
+        ident = []
+        if ref is None or ref.status != 201:
+            row.problems.append("no 201 to compare the replays with")
+        else:
+            for what, r in later:
+                ident += replay_problems(ref, r, what)
+        row.identical = "no" if ident else "yes"
+        row.problems += ident
+        # A second refund of 80.00 would exceed what is left (70.00): the
+        # first refund's hold became refunded once, not twice or never.
+        over = cgi_check_run(row, st.post(f"over-{key}", T + 3600 * 1000,
+                                          body=b'{"amount": 80.00}', path=path),
+                             "second refund")
+        if over is not None and (over.status != 400 or
+                                 b"refund-exceeds-payment" not in over.body):
+            row.problems.append(f"80.00 more refunded on 100.00 after 30.00: {over.brief()}")
+        rest = cgi_check_run(row, st.post(f"rest-{key}", T + 3600 * 1000,
+                                          body=b'{"amount": 70.00}', path=path),
+                             "the rest")
+        if rest is not None and rest.status != 201:
+            row.problems.append(f"the 70.00 left was not refundable: {rest.brief()}")
+        return row
+    finally:
+        st.cleanup(keep and bool(row.problems))
+
+
 def part_cgi(args):
     rows = []
     started = time.monotonic()
@@ -668,6 +765,10 @@ def part_cgi(args):
                  lambda: cgi_beyond_ttl(args.build, args.keep)))
     jobs.append(("cgi: replay killed mid-response",
                  lambda: cgi_replay_killed(args.build, args.keep)))
+    for p, s, n in REFUND_POINTS:
+        jobs.append((f"cgi: refund killed at {p}",
+                     (lambda p=p, s=s, n=n: cgi_refund_point(args.build, p, s, n,
+                                                             args.keep))))
     for p in ("in_provider", "after_charge"):
         jobs.append((f"cgi: stalled at {p} past the lease (owner token)",
                      (lambda p=p: cgi_stalled(args.build, p, args.keep))))

@@ -299,6 +299,64 @@ def test_duplicates(inst, t, n=50):
     t(f"{n} concurrent duplicates -> one charge", run)
 
 
+def test_refunds(inst, t, n=10):
+    """Refunds never exceed the payment under concurrency: n refunds of
+    30.00 on a 100.00 payment, each under its own key, all at once through
+    the web server: exactly 3 succeed, the others get the stored 400."""
+    def run():
+        port, sec = inst.port, inst.secrets["acct_alpha"]
+        r = http_request(port, "POST", "/payments", BODY,
+                         pay_headers(sec, new_key("refunded")))
+        expect(r.status == 201, f"payment: {r.brief()}")
+        pay = r.header("Location")
+        before = inst.stats()
+        barrier = threading.Barrier(n, timeout=DEADLINE.timeout(20))
+        answers = [None] * n
+        keys = [new_key(f"refund{i}") for i in range(n)]
+
+        def one(i):
+            conn = http.client.HTTPConnection(HOST, port, timeout=DEADLINE.timeout(30))
+            try:
+                conn.connect()
+                barrier.wait()
+                answers[i] = http_request(port, "POST", pay + "/refunds",
+                                          b'{"amount": 30.00}',
+                                          pay_headers(sec, keys[i]), conn=conn)
+            except Exception as e:      # noqa: BLE001 - reported below
+                answers[i] = e
+        threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(n)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(DEADLINE.timeout(60))
+        after = inst.stats()
+        errors = [a for a in answers if not isinstance(a, Reply)]
+        made = [a for a in answers if isinstance(a, Reply) and a.status == 201]
+        over = [a for a in answers if isinstance(a, Reply) and a.status == 400
+                and b"refund-exceeds-payment" in a.body]
+        provider = after["provider_refunds"] - before["provider_refunds"]
+        print(f"{inst.name}: {n} concurrent refunds of 30.00 on 100.00 -> "
+              f"{len(made)} refunded, {len(over)} exceed, provider refunds {provider}",
+              flush=True)
+        expect(not errors, f"transport errors: {errors[:3]!r}")
+        expect(len(made) == 3, f"{len(made)} refunds made, expected 3: "
+               f"{[a.brief() for a in answers if isinstance(a, Reply)][:4]}")
+        expect(len(over) == n - 3, f"{len(over)} refund-exceeds-payment answers")
+        expect(provider == 3, f"{provider} provider refunds, expected 3")
+        g = http_request(port, "GET", pay, None, pay_headers(sec, ctype=None))
+        expect(g.status == 200, f"GET {pay}: {g.brief()}")
+        expect(b'"amount_refunded":90.00' in g.body,
+               f"GET {pay}: amount_refunded not 90.00: {g.body[:240]!r}")
+        # a retry of a refused refund is the stored 400, byte for byte
+        i = answers.index(over[0])
+        again = http_request(port, "POST", pay + "/refunds", b'{"amount": 30.00}',
+                             pay_headers(sec, keys[i]))
+        expect(again.status == 400 and again.body == over[0].body and
+               (again.header("Idempotent-Replayed") or "").lower() == "true",
+               f"retry of a refused refund: {again.brief()}")
+    t(f"{n} concurrent refunds of 30.00 on 100.00 -> 3 refunded, total 90.00", run)
+
+
 def test_distinct(inst, t, n=200, threads=20):
     def run():
         port, sec = inst.port, inst.secrets["acct_beta"]
@@ -452,6 +510,7 @@ def run_server(name, build, args):
         # one process, so that the duplicates really meet in different workers
         test_distinct(inst, t)
         test_duplicates(inst, t)
+        test_refunds(inst, t)
         if isinstance(inst, (Apache, Nginx)):
             test_basic_auth(inst, t)
         test_restart(inst, t)

@@ -1,0 +1,195 @@
+/*
+ * keyed.c: the parts of a keyed request that every endpoint shares, on
+ * the idempotency library: checks before the store, the answers that
+ * come from idem_begin alone, replay, and completion.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "err.h"
+#include "keyed.h"
+#include "metrics.h"
+#include "problem.h"
+
+/* The headers a stored answer keeps for replay. */
+static const char *const keyed_kept[] = { "Content-Type", "Location", "ETag" };
+#define KEYED_KEPT (sizeof(keyed_kept) / sizeof(keyed_kept[0]))
+
+int
+keyed_precheck(const struct pay_env *env, const struct request *req,
+    enum req_status st, const char *what, char key[KEY_MAX + 1],
+    struct json_value **doc, uint8_t fp[IDEM_FP_SIZE], struct response *resp)
+{
+	struct buf canon = BUF_INIT;
+	enum key_status ks;
+	enum json_status js;
+	char err[160];
+	size_t keylen;
+
+	ks = key_parse(req->idempotency_key, key, &keylen);
+	if (ks != KEY_OK) {
+		metrics_inc(ks == KEY_MISSING ? METRIC_KEY_MISSING :
+		    METRIC_KEY_INVALID);
+		problem_build(resp, ks == KEY_MISSING ? PROBLEM_MISSING_KEY :
+		    PROBLEM_INVALID_KEY, "%s", key_strstatus(ks));
+		return -1;
+	}
+	if (st != REQ_OK) {
+		pay_bad_request(st, env->cfg, resp);
+		return -1;
+	}
+	if (!req_is_json(req->content_type)) {
+		problem_build(resp, PROBLEM_MEDIA_TYPE, "Send the %s as "
+		    "Content-Type: application/json.", what);
+		return -1;
+	}
+	js = json_parse(req->body.data, req->body.len, doc, err, sizeof(err));
+	if (js != JSON_OK) {
+		problem_build(resp, PROBLEM_MALFORMED_JSON, "%s", err);
+		return -1;
+	}
+	if (env->cfg->fp_mode == IDEM_FP_CANONICAL) {
+		if (json_canonical(*doc, &canon) != IDEM_OK) {
+			problem_build(resp, PROBLEM_INTERNAL, "Out of memory.");
+			buf_free(&canon);
+			return -1;
+		}
+		idem_fingerprint(IDEM_FP_CANONICAL, req->method, req->path,
+		    req->query, canon.data, canon.len, fp);
+	} else
+		idem_fingerprint(IDEM_FP_RAW, req->method, req->path,
+		    req->query, req->body.data, req->body.len, fp);
+	buf_free(&canon);
+	return 0;
+}
+
+/*
+ * Replays a stored response: the same status, stored headers and body
+ * bytes, marked with Idempotent-Replayed.  A replay cut short would not
+ * be faithful: if any part cannot be copied the answer is a 500 instead.
+ */
+static void
+keyed_replay(const struct idem_response *r, struct response *resp)
+{
+	size_t i;
+	int rc = IDEM_OK;
+
+	resp_reset(resp);
+	resp->status = r->status;
+	for (i = 0; i < r->nheaders && rc == IDEM_OK; i++)
+		rc = resp_header(resp, r->headers[i].name, "%s",
+		    r->headers[i].value);
+	if (rc == IDEM_OK)
+		rc = buf_append(&resp->body, r->body, r->bodylen);
+	if (rc == IDEM_OK)
+		rc = resp_header(resp, "Idempotent-Replayed", "true");
+	if (rc != IDEM_OK)
+		problem_build(resp, PROBLEM_INTERNAL, "The stored answer could "
+		    "not be sent (%s); retry with the same Idempotency-Key.",
+		    idem_strerror(rc));
+}
+
+int
+keyed_answer(const struct pay_env *env, const struct idem_call *c,
+    const char *what, struct response *resp)
+{
+	uint32_t wait;
+
+	switch (idem_call_verdict(c)) {
+	case IDEM_LIMITED:
+		/*
+		 * New keys wait until some of the scope's keys expire;
+		 * retries of keys it holds still replay.
+		 */
+		problem_build(resp, PROBLEM_TOO_MANY_KEYS, "This account holds "
+		    "%llu live Idempotency-Keys, as many as it may; a new key "
+		    "can be used once older ones expire. Nothing was recorded "
+		    "for this %s.", (unsigned long long)env->cfg->keys_per_account,
+		    what);
+		resp_header(resp, "Retry-After", "%u",
+		    idem_call_retry_after(c));
+		return 1;
+	case IDEM_REPLAY:
+		keyed_replay(idem_call_response(c), resp);
+		return 1;
+	case IDEM_CONFLICT:
+		wait = idem_call_retry_after(c);
+		problem_build(resp, PROBLEM_IN_PROGRESS, "The first request "
+		    "with this Idempotency-Key is still being processed; "
+		    "retry after %u seconds.", wait);
+		resp_header(resp, "Retry-After", "%u", wait);
+		return 1;
+	case IDEM_MISMATCH:
+		problem_build(resp, PROBLEM_KEY_REUSED, "This Idempotency-Key "
+		    "was used with a different request (method, path, query "
+		    "or body). Use a new key for a new %s.", what);
+		return 1;
+	case IDEM_RUN:
+	case IDEM_RESUME:
+	default:
+		return 0;
+	}
+}
+
+void
+keyed_lost_or_failed(struct pay_note *note, int rc, struct response *resp)
+{
+	if (rc != IDEM_ELOST) {
+		pay_store_error(resp, rc);
+		return;
+	}
+	note->outcome = "lost";
+	problem_build(resp, PROBLEM_IN_PROGRESS, "This request outlived its "
+	    "lease and another attempt took it over; retry to get that "
+	    "attempt's answer.");
+	resp_header(resp, "Retry-After", "1");
+}
+
+/*
+ * The response as it is stored for replay: status, kept headers, body.
+ * out borrows from resp, and headers must hold KEYED_KEPT entries.
+ */
+static void
+keyed_to_stored(const struct response *resp, struct idem_header *headers,
+    struct idem_response *out)
+{
+	const char *v;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	out->status = resp->status;
+	out->headers = headers;
+	for (i = 0; i < KEYED_KEPT; i++) {
+		if ((v = resp_get_header(resp, keyed_kept[i])) == NULL)
+			continue;
+		headers[out->nheaders].name = keyed_kept[i];
+		headers[out->nheaders].value = v;
+		out->nheaders++;
+	}
+	out->body = resp->body.data;
+	out->bodylen = resp->body.len;
+}
+
+int
+keyed_complete(struct idem_call *call, struct pay_note *note,
+    idem_tx_fn hook, void *hook_ctx, int nothing_happened, idem_tx_fn undo,
+    void *undo_ctx, struct response *resp)
+{
+	struct idem_header headers[KEYED_KEPT];
+	struct idem_response stored;
+	int rc;
+
+	keyed_to_stored(resp, headers, &stored);
+	rc = idem_finish(call, &stored, hook, hook_ctx);
+	if (rc == IDEM_OK)
+		return rc;
+	if (rc == IDEM_ELOST) {
+		keyed_lost_or_failed(note, rc, resp);
+		return rc;
+	}
+	if (nothing_happened)
+		idem_release(call, undo, undo_ctx);
+	else
+		idem_abandon(call);
+	return rc;
+}

@@ -1,0 +1,59 @@
+/*
+ * keyed.h: what every keyed endpoint of the payments API shares on the
+ * idempotency library (idem.h): the checks before the store, the answers
+ * to idem_begin's verdicts other than a claim, the stored form of a
+ * response and its replay, and the completion of a claim.  What is an
+ * endpoint's own (its body, its stages, its provider call, which failure
+ * releases and which abandons) stays in the endpoint: post.c for
+ * payments, refund_post.c for refunds.
+ */
+#ifndef PAY_KEYED_H
+#define PAY_KEYED_H
+
+#include <stdint.h>
+
+#include "handlers.h"
+#include "idem.h"
+#include "json.h"
+#include "key.h"
+
+/*
+ * The checks before the store, in the contract's order: key (400), body
+ * read (413/400), media type (415), JSON (400).  what names the resource
+ * in the 415's detail ("payment", "refund").  Returns 0 with *doc the
+ * caller's (json_free) and fp the request's fingerprint, or -1 with resp
+ * the answer.
+ */
+int keyed_precheck(const struct pay_env *env, const struct request *req,
+    enum req_status st, const char *what, char key[KEY_MAX + 1],
+    struct json_value **doc, uint8_t fp[IDEM_FP_SIZE], struct response *resp);
+
+/*
+ * Answers a verdict that is not a claim (replay, 409, 422, 429) and
+ * returns 1; returns 0, answering nothing, for IDEM_RUN and IDEM_RESUME,
+ * whose claim the caller owns.  what names the resource ("payment").
+ */
+int keyed_answer(const struct pay_env *env, const struct idem_call *c,
+    const char *what, struct response *resp);
+
+/*
+ * Answers a request whose claim could not be carried on: IDEM_ELOST means
+ * another attempt took it over (that attempt will answer), anything else
+ * is a store failure (503).
+ */
+void keyed_lost_or_failed(struct pay_note *note, int rc,
+    struct response *resp);
+
+/*
+ * Stores resp as the final answer of the claim, with the rows hook
+ * writes (hook may be NULL).  Returns IDEM_OK, or the error: on
+ * IDEM_ELOST resp has been made the answer; on any other error the claim
+ * has been ended, released with undo (may be NULL) in the release's
+ * transaction when nothing_happened is set, else abandoned for the retry
+ * to resume, and the caller says in resp what did happen.
+ */
+int keyed_complete(struct idem_call *call, struct pay_note *note,
+    idem_tx_fn hook, void *hook_ctx, int nothing_happened, idem_tx_fn undo,
+    void *undo_ctx, struct response *resp);
+
+#endif
