@@ -98,6 +98,41 @@ const char *json_text(const struct json_value *v, size_t *len);
 /* Appends the canonical form of v to out.  IDEM_OK or IDEM_ENOMEM. */
 int json_canonical(const struct json_value *v, struct buf *out);
 
+/*
+ * A writer of JSON text into a buffer: the one way JSON is written, by
+ * the canonical form and by every response.  It places the commas and
+ * escapes strings as the canonical form does (json_write_string); the
+ * caller writes a well-formed document, opening and closing what it
+ * opens.  The first error (IDEM_ENOMEM) sticks: later writes do nothing
+ * and json_write_done returns it, so a writer's caller checks once.
+ */
+struct json_writer {
+	struct buf	*out;
+	int		 rc;
+	int		 named;	/* a member name was just written */
+	unsigned	 depth;
+	unsigned char	 more[JSON_MAX_DEPTH + 1]; /* level has a value */
+};
+
+void json_write_init(struct json_writer *w, struct buf *out);
+/* Opens an object ('{') or an array ('['); closed by json_write_close. */
+void json_write_open(struct json_writer *w, char c);
+void json_write_close(struct json_writer *w, char c);
+/* An object member's name; its value is the next thing written. */
+void json_write_name(struct json_writer *w, const char *name);
+/* A string value, len bytes of s, escaped. */
+void json_write_string(struct json_writer *w, const char *s, size_t len);
+/* A string value, NUL-terminated. */
+void json_write_str(struct json_writer *w, const char *s);
+/*
+ * A value written as given: a number's text, true, false, null, or a
+ * whole JSON value made before (a stored representation).
+ */
+void json_write_raw(struct json_writer *w, const void *text, size_t len);
+void json_write_int(struct json_writer *w, long long v);
+/* IDEM_OK, or the first error of the writer's writes. */
+int json_write_done(const struct json_writer *w);
+
 const char *json_strstatus(enum json_status status);
 
 #endif

@@ -840,6 +840,38 @@ test_canonical_is_fixed_point(void)
 	}
 }
 
+/*
+ * The writer: commas between values and members at every level, names
+ * and strings escaped as the canonical form escapes them, raw values and
+ * integers as given; an unbalanced close is an error that sticks.
+ */
+static void
+test_writer(void)
+{
+	struct json_writer w;
+	struct buf b = BUF_INIT;
+
+	json_write_init(&w, &b);
+	json_write_open(&w, '{');
+	json_write_name(&w, "a\"b");
+	json_write_open(&w, '[');
+	json_write_int(&w, -42);
+	json_write_str(&w, "x\n\001/\xc3\xa9");
+	json_write_open(&w, '{');
+	json_write_close(&w, '}');
+	json_write_raw(&w, "{\"k\":1}", 7);
+	json_write_close(&w, ']');
+	json_write_name(&w, "t");
+	json_write_raw(&w, "true", 4);
+	json_write_close(&w, '}');
+	HARNESS_EQ(json_write_done(&w), IDEM_OK);
+	CU_ASSERT_STRING_EQUAL(b.data, "{\"a\\\"b\":[-42,\"x\\n\\u0001/\xc3\xa9\","
+	    "{},{\"k\":1}],\"t\":true}");
+	json_write_close(&w, '}');
+	HARNESS_EQ(json_write_done(&w), IDEM_EINVAL);
+	buf_free(&b);
+}
+
 int
 harness_suites(void)
 {
@@ -894,7 +926,8 @@ harness_suites(void)
 	    CU_add_test(c, "string escaping", test_canonical_strings) ==
 	    NULL ||
 	    CU_add_test(c, "canonical is a fixed point",
-	    test_canonical_is_fixed_point) == NULL)
+	    test_canonical_is_fixed_point) == NULL ||
+	    CU_add_test(c, "the writer", test_writer) == NULL)
 		return -1;
 	return 0;
 }
