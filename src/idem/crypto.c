@@ -7,6 +7,7 @@
 #include <stdalign.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <sodium.h>
 
@@ -24,6 +25,11 @@ _Static_assert(sizeof(crypto_hash_sha256_state) <=
     "crypto_hash_sha256_state does not fit struct crypto_sha256");
 _Static_assert(alignof(crypto_hash_sha256_state) <= 16,
     "crypto_hash_sha256_state needs more alignment than crypto.h gives");
+_Static_assert(sizeof(crypto_auth_hmacsha256_state) <=
+    sizeof(((struct crypto_hmac *)0)->opaque),
+    "crypto_auth_hmacsha256_state does not fit struct crypto_hmac");
+_Static_assert(alignof(crypto_auth_hmacsha256_state) <= 16,
+    "crypto_auth_hmacsha256_state needs more alignment than crypto.h gives");
 _Static_assert(crypto_hash_sha256_BYTES == CRYPTO_SHA256_SIZE,
     "CRYPTO_SHA256_SIZE disagrees with libsodium");
 
@@ -40,14 +46,21 @@ crypto_init(void)
 }
 
 void
-crypto_hmac_sha256(const uint8_t *key, size_t keylen,
+crypto_hmac_init(struct crypto_hmac *h, const uint8_t *key, size_t keylen)
+{
+	crypto_auth_hmacsha256_init((crypto_auth_hmacsha256_state *)(void *)
+	    h->opaque, key, keylen);
+}
+
+void
+crypto_hmac_sha256(const struct crypto_hmac *h,
     const struct crypto_part *parts, size_t n,
     uint8_t out[CRYPTO_SHA256_SIZE])
 {
 	crypto_auth_hmacsha256_state st;
 	size_t i;
 
-	crypto_auth_hmacsha256_init(&st, key, keylen);
+	memcpy(&st, h->opaque, sizeof(st));
 	for (i = 0; i < n; i++)
 		if (parts[i].len > 0)
 			crypto_auth_hmacsha256_update(&st, parts[i].data,
