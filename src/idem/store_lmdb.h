@@ -235,9 +235,7 @@ int lstore_scan(struct store *base, const char *table, const void *prefix,
     void *ctx);
 int lstore_each(struct store *base, store_each_fn fn, void *ctx);
 int lstore_each_pending(struct store *base, store_each_fn fn, void *ctx);
-int lstore_count_scope(struct store *base, const char *scope, uint64_t *n);
 int lstore_count(struct store *base, const char *table, size_t *n);
-int lstore_count_keys(struct store *base, size_t *n);
 int lstore_tx_get(struct idem_tx *tx, const char *table, const void *key,
     size_t keylen, const void **val, size_t *vallen);
 int lstore_tx_put(struct idem_tx *tx, const char *table, const void *key,

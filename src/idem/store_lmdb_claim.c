@@ -75,10 +75,12 @@ lstore_claim_fresh(struct lstore *s, MDB_txn *txn, const struct store_key *k,
 	if (first != NULL) {
 		r->stage = first->stage;
 		if (first->cplen > 0) {
-			if ((r->cp = malloc(first->cplen)) == NULL)
+			void *cp = malloc(first->cplen);
+
+			if (cp == NULL)
 				return IDEM_ENOMEM;
-			memcpy(r->cp, first->cp, first->cplen);
-			r->cplen = first->cplen;
+			memcpy(cp, first->cp, first->cplen);
+			rec_adopt_cp(r, cp, first->cplen);
 		}
 	}
 	if ((rc = lstore_rec_put(s, txn, k, r)) != IDEM_OK ||
