@@ -125,49 +125,21 @@ crypto_equal(const void *a, const void *b, size_t len)
 void
 crypto_hex(const uint8_t *in, size_t len, char *out)
 {
-	static const char digits[] = "0123456789abcdef";
-	size_t i;
-
-	/*
-	 * Written by hand rather than with sodium_bin2hex, which needs the
-	 * output size and cannot be told it from this signature.
-	 */
-	for (i = 0; i < len; i++) {
-		out[2 * i] = digits[in[i] >> 4];
-		out[2 * i + 1] = digits[in[i] & 0x0f];
-	}
-	out[2 * len] = '\0';
-}
-
-static int
-crypto_hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
+	sodium_bin2hex(out, 2 * len + 1, in, len);
 }
 
 int
 crypto_unhex(const char *in, uint8_t *out, size_t len)
 {
-	size_t i;
-	int hi, lo;
+	size_t n;
 
 	/*
-	 * Reads no further than 2*len bytes, and stops at the first byte that
-	 * is not a digit (a NUL included), so a short string is refused
-	 * without reading past its end.
+	 * sodium_hex2bin stops at the first byte that is not a hex digit
+	 * (a NUL included), so a short string is refused without reading
+	 * past its end; exactly len bytes must come out.
 	 */
-	for (i = 0; i < len; i++) {
-		if ((hi = crypto_hexval(in[2 * i])) < 0)
-			return IDEM_EINVAL;
-		if ((lo = crypto_hexval(in[2 * i + 1])) < 0)
-			return IDEM_EINVAL;
-		out[i] = (uint8_t)(hi << 4 | lo);
-	}
+	if (sodium_hex2bin(out, len, in, 2 * len, NULL, &n, NULL) != 0 ||
+	    n != len)
+		return IDEM_EINVAL;
 	return IDEM_OK;
 }

@@ -549,24 +549,7 @@ json_parse_string(struct json_parser *ps, char **out, size_t *len)
 	return 0;
 }
 
-/*
- * A number as sign, significant digits and exponent: the value is
- * (-1)^neg * D * 10^exp, where D is the run of digits [lead, end) of the
- * integer digits followed by the fraction digits, with no leading and no
- * trailing zero.  Zero has lead == end.
- */
-struct json_decimal {
-	int			 neg;
-	const unsigned char	*ip;	/* integer digits */
-	size_t			 ni;
-	const unsigned char	*fp;	/* fraction digits */
-	size_t			 nf;
-	size_t			 lead;
-	size_t			 end;
-	int64_t			 exp;
-};
-
-static unsigned char
+unsigned char
 json_decimal_digit(const struct json_decimal *d, size_t i)
 {
 	return i < d->ni ? d->ip[i] : d->fp[i - d->ni];
@@ -706,6 +689,18 @@ json_decimal_put(const struct json_decimal *d, struct buf *out)
 	if (d->exp != 0)
 		return buf_printf(out, "e%" PRId64, d->exp);
 	return IDEM_OK;
+}
+
+int
+json_decimal_parse(const char *text, size_t len, struct json_decimal *d)
+{
+	const unsigned char *p = (const unsigned char *)text, *at;
+	const char *why;
+
+	if (json_decimal_read(d, &p, p + len, &why, &at) != 0 ||
+	    p != (const unsigned char *)text + len)
+		return -1;
+	return 0;
 }
 
 /* Parses a number into the arena: its source text, NUL-terminated. */

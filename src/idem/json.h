@@ -29,6 +29,7 @@
 #define IDEM_JSON_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "buf.h"
 
@@ -134,5 +135,34 @@ void json_write_int(struct json_writer *w, long long v);
 int json_write_done(const struct json_writer *w);
 
 const char *json_strstatus(enum json_status status);
+
+/*
+ * A number as sign, significant digits and exponent: the value is
+ * (-1)^neg * D * 10^exp, where D is the run of digits [lead, end) of the
+ * integer digits followed by the fraction digits, with no leading and no
+ * trailing zero.  Zero has lead == end (and neg 0, exp 0).  The digits
+ * point into the text the number was read from.
+ */
+struct json_decimal {
+	int			 neg;
+	const unsigned char	*ip;	/* integer digits */
+	size_t			 ni;
+	const unsigned char	*fp;	/* fraction digits */
+	size_t			 nf;
+	size_t			 lead;
+	size_t			 end;
+	int64_t			 exp;
+};
+
+/*
+ * Reads len bytes of text, which must be one JSON number and nothing
+ * else, by the grammar and within the bounds json_parse applies (RFC 8259
+ * section 6; at most JSON_DIGITS_MAX digits, a normalised exponent within
+ * +-JSON_EXP_LIMIT).  0, or -1 when json_parse would refuse it.
+ */
+int json_decimal_parse(const char *text, size_t len, struct json_decimal *d);
+
+/* The i-th digit character of the integer digits then the fraction. */
+unsigned char json_decimal_digit(const struct json_decimal *d, size_t i);
 
 #endif

@@ -166,8 +166,6 @@ struct lstore *lstore_of(struct store *s);
 
 /* store_lmdb.c */
 int lstore_err(int rc);
-void lstore_be64(uint8_t *p, uint64_t v);
-uint64_t lstore_get_be64(const uint8_t *p);
 uint64_t lstore_add_ms(uint64_t now_ms, uint64_t span_ms);
 int lstore_key_make(const struct lstore *s, const char *scope,
     const char *key, struct store_key *k);

@@ -187,7 +187,7 @@ lstore_limit_retry(struct lstore *s, MDB_txn *txn, uint64_t now_ms,
 	if (mdb_cursor_open(txn, s->e->expiry, &c) == 0) {
 		if (mdb_cursor_get(c, &key, &val, MDB_FIRST) == 0 &&
 		    key.mv_size >= STORE_EXPIRY_PREFIX) {
-			at = lstore_get_be64(key.mv_data);
+			at = be_get(key.mv_data, 8);
 			wait = at > now_ms ? at - now_ms : 0;
 			if (wait > ttl_ms)
 				wait = ttl_ms;
