@@ -201,15 +201,16 @@ ctl_show(const char *scope, const char *keyhash, const struct rec *r,
 static void
 ctl_keyhash(const char *scope, const char *key, char out[KEYHASH_HEX + 1])
 {
-	static uint8_t secret[KEYHASH_SECRET_SIZE];
+	static struct keyhash kh;
 	static int loaded = -1;
+	uint8_t secret[KEYHASH_SECRET_SIZE];
 	char err[64];
 
-	if (loaded == -1)
-		loaded = keyhash_secret_load(ctl_cfg.db_dir, 0, secret, err,
-		    sizeof(err)) == 0;
+	if (loaded == -1 && (loaded = keyhash_secret_load(ctl_cfg.db_dir, 0,
+	    secret, err, sizeof(err)) == 0))
+		keyhash_init(&kh, secret);
 	if (loaded)
-		keyhash_compute(secret, scope, key, out);
+		keyhash_compute(&kh, scope, key, out);
 	else
 		snprintf(out, KEYHASH_HEX + 1, "-");
 }

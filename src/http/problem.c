@@ -4,9 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "err.h"
+#include "json.h"
 #include "problem.h"
 
 static const struct {
@@ -139,8 +138,8 @@ problem_utf8_clean(const char *s)
 int
 problem_build(struct response *resp, enum problem p, const char *fmt, ...)
 {
-	cJSON *o = NULL;
-	char *raw = NULL, *detail = NULL, *type = NULL, *text = NULL;
+	struct json_writer w;
+	char *raw = NULL, *detail = NULL, *type = NULL;
 	va_list ap;
 	int rc = IDEM_ENOMEM;
 
@@ -156,23 +155,24 @@ problem_build(struct response *resp, enum problem p, const char *fmt, ...)
 		type = NULL;
 		goto out;
 	}
-	/* RFC 9457 section 3.1: type, title, status and detail. */
-	if ((o = cJSON_CreateObject()) == NULL ||
-	    cJSON_AddStringToObject(o, "type", type) == NULL ||
-	    cJSON_AddStringToObject(o, "title", problem_table[p].title) == NULL ||
-	    cJSON_AddNumberToObject(o, "status", problem_table[p].status) == NULL ||
-	    cJSON_AddStringToObject(o, "detail", detail) == NULL)
-		goto out;
-	if ((text = cJSON_PrintUnformatted(o)) == NULL)
-		goto out;
 	resp->status = problem_table[p].status;
 	if ((rc = resp_header(resp, "Content-Type",
 	    "application/problem+json")) != IDEM_OK)
 		goto out;
-	rc = buf_puts(&resp->body, text);
+	/* RFC 9457 section 3.1: type, title, status and detail. */
+	json_write_init(&w, &resp->body);
+	json_write_open(&w, '{');
+	json_write_name(&w, "type");
+	json_write_str(&w, type);
+	json_write_name(&w, "title");
+	json_write_str(&w, problem_table[p].title);
+	json_write_name(&w, "status");
+	json_write_int(&w, problem_table[p].status);
+	json_write_name(&w, "detail");
+	json_write_str(&w, detail);
+	json_write_close(&w, '}');
+	rc = json_write_done(&w);
 out:
-	free(text);
-	cJSON_Delete(o);
 	free(type);
 	free(detail);
 	free(raw);

@@ -100,11 +100,32 @@ buf_put_u8(struct buf *b, uint8_t v)
 	return buf_append(b, &v, 1);
 }
 
+void
+be_put(uint8_t *p, size_t n, uint64_t v)
+{
+	while (n-- > 0) {
+		p[n] = (uint8_t)v;
+		v >>= 8;
+	}
+}
+
+uint64_t
+be_get(const uint8_t *p, size_t n)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
 int
 buf_put_u16(struct buf *b, uint16_t v)
 {
-	uint8_t x[2] = { (uint8_t)(v >> 8), (uint8_t)v };
+	uint8_t x[2];
 
+	be_put(x, sizeof(x), v);
 	return buf_append(b, x, sizeof(x));
 }
 
@@ -112,10 +133,8 @@ int
 buf_put_u32(struct buf *b, uint32_t v)
 {
 	uint8_t x[4];
-	int i;
 
-	for (i = 3; i >= 0; i--, v >>= 8)
-		x[i] = (uint8_t)v;
+	be_put(x, sizeof(x), v);
 	return buf_append(b, x, sizeof(x));
 }
 
@@ -123,10 +142,8 @@ int
 buf_put_u64(struct buf *b, uint64_t v)
 {
 	uint8_t x[8];
-	int i;
 
-	for (i = 7; i >= 0; i--, v >>= 8)
-		x[i] = (uint8_t)v;
+	be_put(x, sizeof(x), v);
 	return buf_append(b, x, sizeof(x));
 }
 
@@ -140,13 +157,9 @@ rd_init(struct rd *r, const void *data, size_t len)
 static int
 rd_uint(struct rd *r, size_t n, uint64_t *v)
 {
-	size_t i;
-
 	if (r->left < n)
 		return IDEM_ECORRUPT;
-	*v = 0;
-	for (i = 0; i < n; i++)
-		*v = (*v << 8) | r->p[i];
+	*v = be_get(r->p, n);
 	r->p += n;
 	r->left -= n;
 	return IDEM_OK;

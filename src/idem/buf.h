@@ -30,7 +30,13 @@ int buf_puts(struct buf *b, const char *s);
 int buf_putc(struct buf *b, char c);
 int buf_printf(struct buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Big-endian fixed-width integers, for record encodings. */
+/*
+ * Big-endian fixed-width integers, for record encodings and keys: the one
+ * writer and reader of them.  be_put writes the low n bytes of v (n at
+ * most 8) to p; be_get reads n bytes.
+ */
+void be_put(uint8_t *p, size_t n, uint64_t v);
+uint64_t be_get(const uint8_t *p, size_t n);
 int buf_put_u8(struct buf *b, uint8_t v);
 int buf_put_u16(struct buf *b, uint16_t v);
 int buf_put_u32(struct buf *b, uint32_t v);

@@ -7,6 +7,7 @@
 #include <stdalign.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <sodium.h>
 
@@ -24,6 +25,11 @@ _Static_assert(sizeof(crypto_hash_sha256_state) <=
     "crypto_hash_sha256_state does not fit struct crypto_sha256");
 _Static_assert(alignof(crypto_hash_sha256_state) <= 16,
     "crypto_hash_sha256_state needs more alignment than crypto.h gives");
+_Static_assert(sizeof(crypto_auth_hmacsha256_state) <=
+    sizeof(((struct crypto_hmac *)0)->opaque),
+    "crypto_auth_hmacsha256_state does not fit struct crypto_hmac");
+_Static_assert(alignof(crypto_auth_hmacsha256_state) <= 16,
+    "crypto_auth_hmacsha256_state needs more alignment than crypto.h gives");
 _Static_assert(crypto_hash_sha256_BYTES == CRYPTO_SHA256_SIZE,
     "CRYPTO_SHA256_SIZE disagrees with libsodium");
 
@@ -40,14 +46,21 @@ crypto_init(void)
 }
 
 void
-crypto_hmac_sha256(const uint8_t *key, size_t keylen,
+crypto_hmac_init(struct crypto_hmac *h, const uint8_t *key, size_t keylen)
+{
+	crypto_auth_hmacsha256_init((crypto_auth_hmacsha256_state *)(void *)
+	    h->opaque, key, keylen);
+}
+
+void
+crypto_hmac_sha256(const struct crypto_hmac *h,
     const struct crypto_part *parts, size_t n,
     uint8_t out[CRYPTO_SHA256_SIZE])
 {
 	crypto_auth_hmacsha256_state st;
 	size_t i;
 
-	crypto_auth_hmacsha256_init(&st, key, keylen);
+	memcpy(&st, h->opaque, sizeof(st));
 	for (i = 0; i < n; i++)
 		if (parts[i].len > 0)
 			crypto_auth_hmacsha256_update(&st, parts[i].data,
@@ -112,49 +125,21 @@ crypto_equal(const void *a, const void *b, size_t len)
 void
 crypto_hex(const uint8_t *in, size_t len, char *out)
 {
-	static const char digits[] = "0123456789abcdef";
-	size_t i;
-
-	/*
-	 * Written by hand rather than with sodium_bin2hex, which needs the
-	 * output size and cannot be told it from this signature.
-	 */
-	for (i = 0; i < len; i++) {
-		out[2 * i] = digits[in[i] >> 4];
-		out[2 * i + 1] = digits[in[i] & 0x0f];
-	}
-	out[2 * len] = '\0';
-}
-
-static int
-crypto_hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
+	sodium_bin2hex(out, 2 * len + 1, in, len);
 }
 
 int
 crypto_unhex(const char *in, uint8_t *out, size_t len)
 {
-	size_t i;
-	int hi, lo;
+	size_t n;
 
 	/*
-	 * Reads no further than 2*len bytes, and stops at the first byte that
-	 * is not a digit (a NUL included), so a short string is refused
-	 * without reading past its end.
+	 * sodium_hex2bin stops at the first byte that is not a hex digit
+	 * (a NUL included), so a short string is refused without reading
+	 * past its end; exactly len bytes must come out.
 	 */
-	for (i = 0; i < len; i++) {
-		if ((hi = crypto_hexval(in[2 * i])) < 0)
-			return IDEM_EINVAL;
-		if ((lo = crypto_hexval(in[2 * i + 1])) < 0)
-			return IDEM_EINVAL;
-		out[i] = (uint8_t)(hi << 4 | lo);
-	}
+	if (sodium_hex2bin(out, len, in, 2 * len, NULL, &n, NULL) != 0 ||
+	    n != len)
+		return IDEM_EINVAL;
 	return IDEM_OK;
 }

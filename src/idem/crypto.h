@@ -30,14 +30,25 @@ void crypto_sha256(const void *data, size_t len, uint8_t out[CRYPTO_SHA256_SIZE]
 void crypto_random(void *buf, size_t len);
 
 /*
- * HMAC-SHA-256 (RFC 2104) of the concatenation of the n parts, under key
- * (keylen bytes, any length).
+ * HMAC-SHA-256 (RFC 2104) under a key prepared once: crypto_hmac_init
+ * hashes the key's inner and outer pads, which is most of the work of a
+ * short message's HMAC, and each crypto_hmac_sha256 starts from a copy of
+ * that state.  A prepared key is only read, so threads may share it.
  */
+struct crypto_hmac {
+	/* Large enough for crypto_auth_hmacsha256_state, checked in crypto.c. */
+	unsigned char opaque[256] __attribute__((aligned(16)));
+};
+
+void crypto_hmac_init(struct crypto_hmac *h, const uint8_t *key,
+    size_t keylen);
+
+/* The HMAC of the concatenation of the n parts under h's key. */
 struct crypto_part {
 	const void *data;
 	size_t len;
 };
-void crypto_hmac_sha256(const uint8_t *key, size_t keylen,
+void crypto_hmac_sha256(const struct crypto_hmac *h,
     const struct crypto_part *parts, size_t n,
     uint8_t out[CRYPTO_SHA256_SIZE]);
 

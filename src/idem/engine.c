@@ -15,14 +15,6 @@
 #include "engine.h"
 #include "record.h"
 
-static const char *const engine_names[ENGINE__MAX] = {
-	[ENGINE_CLAIM] = "claim",
-	[ENGINE_TAKEOVER] = "takeover",
-	[ENGINE_REPLAY] = "replay",
-	[ENGINE_CONFLICT] = "conflict",
-	[ENGINE_MISMATCH] = "mismatch",
-};
-
 /*
  * Retry-After is in whole seconds (RFC 9110 §10.2.3).  Rounding down
  * would invite a retry that still finds the lease held, and 0 would
@@ -77,12 +69,4 @@ engine_decide(const struct rec *existing, const uint8_t fp[FP_SIZE],
 		return ENGINE_CONFLICT;
 	}
 	return ENGINE_TAKEOVER;
-}
-
-const char *
-engine_strdecision(enum engine_decision d)
-{
-	if ((unsigned)d >= ENGINE__MAX)
-		return "unknown";
-	return engine_names[d];
 }

@@ -32,6 +32,4 @@ enum engine_decision {
 enum engine_decision engine_decide(const struct rec *existing,
     const uint8_t fp[FP_SIZE], uint64_t now_ms, uint32_t *retry_after);
 
-const char *engine_strdecision(enum engine_decision d);
-
 #endif

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "buf.h"
 #include "crypto.h"
 #include "err.h"
 #include "fp.h"
@@ -45,11 +46,8 @@ static void
 fp_put_field(struct crypto_sha256 *h, const void *data, size_t len)
 {
 	uint8_t be[8];
-	uint64_t n = (uint64_t)len;
-	int i;
 
-	for (i = 7; i >= 0; i--, n >>= 8)
-		be[i] = (uint8_t)n;
+	be_put(be, sizeof(be), (uint64_t)len);
 	crypto_sha256_update(h, be, sizeof(be));
 	crypto_sha256_update(h, data, len);
 }

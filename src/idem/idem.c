@@ -380,9 +380,7 @@ idem_checkpoint(struct idem_call *c, uint32_t stage, const void *point,
 			metrics_inc(METRIC_LOST);
 		return rc;
 	}
-	free(c->rec.cp);
-	c->rec.cp = copy;
-	c->rec.cplen = len;
+	rec_adopt_cp(&c->rec, copy, len);
 	c->rec.stage = stage;
 	return IDEM_OK;
 }

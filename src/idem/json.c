@@ -549,24 +549,7 @@ json_parse_string(struct json_parser *ps, char **out, size_t *len)
 	return 0;
 }
 
-/*
- * A number as sign, significant digits and exponent: the value is
- * (-1)^neg * D * 10^exp, where D is the run of digits [lead, end) of the
- * integer digits followed by the fraction digits, with no leading and no
- * trailing zero.  Zero has lead == end.
- */
-struct json_decimal {
-	int			 neg;
-	const unsigned char	*ip;	/* integer digits */
-	size_t			 ni;
-	const unsigned char	*fp;	/* fraction digits */
-	size_t			 nf;
-	size_t			 lead;
-	size_t			 end;
-	int64_t			 exp;
-};
-
-static unsigned char
+unsigned char
 json_decimal_digit(const struct json_decimal *d, size_t i)
 {
 	return i < d->ni ? d->ip[i] : d->fp[i - d->ni];
@@ -706,6 +689,18 @@ json_decimal_put(const struct json_decimal *d, struct buf *out)
 	if (d->exp != 0)
 		return buf_printf(out, "e%" PRId64, d->exp);
 	return IDEM_OK;
+}
+
+int
+json_decimal_parse(const char *text, size_t len, struct json_decimal *d)
+{
+	const unsigned char *p = (const unsigned char *)text, *at;
+	const char *why;
+
+	if (json_decimal_read(d, &p, p + len, &why, &at) != 0 ||
+	    p != (const unsigned char *)text + len)
+		return -1;
+	return 0;
 }
 
 /* Parses a number into the arena: its source text, NUL-terminated. */
@@ -1058,7 +1053,7 @@ json_text(const struct json_value *v, size_t *len)
  * including "/", DEL and non-ASCII UTF-8, is written as is.
  */
 static int
-json_canon_string(const char *s, size_t len, struct buf *out)
+json_escape(const char *s, size_t len, struct buf *out)
 {
 	static const char hex[] = "0123456789abcdef";
 	char esc[7];
@@ -1100,6 +1095,118 @@ json_canon_string(const char *s, size_t len, struct buf *out)
 	return buf_putc(out, '"');
 }
 
+void
+json_write_init(struct json_writer *w, struct buf *out)
+{
+	memset(w, 0, sizeof(*w));
+	w->out = out;
+}
+
+int
+json_write_extend(struct json_writer *w, struct buf *out, const void *obj,
+    size_t len)
+{
+	json_write_init(w, out);
+	if (len < 3 || ((const char *)obj)[0] != '{' ||
+	    ((const char *)obj)[len - 1] != '}')
+		return IDEM_EINVAL;
+	if ((w->rc = buf_append(out, obj, len - 1)) != IDEM_OK)
+		return w->rc;
+	w->depth = 1;
+	w->more[1] = 1;
+	return IDEM_OK;
+}
+
+/*
+ * Before a value or a member name: the comma that separates it from the
+ * one before at its level.  0 when the writer may go on.
+ */
+static int
+json_write_sep(struct json_writer *w)
+{
+	if (w->rc != IDEM_OK)
+		return -1;
+	if (w->named) {
+		w->named = 0;
+		return 0;
+	}
+	if (w->more[w->depth] && (w->rc = buf_putc(w->out, ',')) != IDEM_OK)
+		return -1;
+	w->more[w->depth] = 1;
+	return 0;
+}
+
+void
+json_write_open(struct json_writer *w, char c)
+{
+	if (json_write_sep(w) != 0)
+		return;
+	if (w->depth >= JSON_MAX_DEPTH) {
+		w->rc = IDEM_EINVAL;
+		return;
+	}
+	if ((w->rc = buf_putc(w->out, c)) == IDEM_OK)
+		w->more[++w->depth] = 0;
+}
+
+void
+json_write_close(struct json_writer *w, char c)
+{
+	if (w->rc != IDEM_OK)
+		return;
+	if (w->depth == 0) {
+		w->rc = IDEM_EINVAL;
+		return;
+	}
+	w->depth--;
+	w->rc = buf_putc(w->out, c);
+}
+
+void
+json_write_name(struct json_writer *w, const char *name)
+{
+	if (json_write_sep(w) != 0)
+		return;
+	if ((w->rc = json_escape(name, strlen(name), w->out)) == IDEM_OK &&
+	    (w->rc = buf_putc(w->out, ':')) == IDEM_OK)
+		w->named = 1;
+}
+
+void
+json_write_string(struct json_writer *w, const char *s, size_t len)
+{
+	if (json_write_sep(w) == 0)
+		w->rc = json_escape(s, len, w->out);
+}
+
+void
+json_write_str(struct json_writer *w, const char *s)
+{
+	json_write_string(w, s, strlen(s));
+}
+
+void
+json_write_raw(struct json_writer *w, const void *text, size_t len)
+{
+	if (json_write_sep(w) == 0)
+		w->rc = buf_append(w->out, text, len);
+}
+
+void
+json_write_int(struct json_writer *w, long long v)
+{
+	char text[24];
+	int n = snprintf(text, sizeof(text), "%lld", v);
+
+	json_write_raw(w, text, (size_t)n);
+}
+
+int
+json_write_done(const struct json_writer *w)
+{
+	return w->rc;
+}
+
 /* A number's canonical text, from its source text read once more. */
 static int
 json_canon_number(const struct json_value *v, struct buf *out)
@@ -1113,52 +1220,54 @@ json_canon_number(const struct json_value *v, struct buf *out)
 	return json_decimal_put(&d, out);
 }
 
-int
-json_canonical(const struct json_value *v, struct buf *out)
+static void
+json_canon_value(const struct json_value *v, struct json_writer *w)
 {
 	size_t i;
-	int rc;
 
 	switch (v->type) {
 	case JSON_NULL:
-		return buf_puts(out, "null");
+		json_write_raw(w, "null", 4);
+		break;
 	case JSON_FALSE:
-		return buf_puts(out, "false");
+		json_write_raw(w, "false", 5);
+		break;
 	case JSON_TRUE:
-		return buf_puts(out, "true");
+		json_write_raw(w, "true", 4);
+		break;
 	case JSON_NUMBER:
-		return json_canon_number(v, out);
+		if (json_write_sep(w) == 0)
+			w->rc = json_canon_number(v, w->out);
+		break;
 	case JSON_STRING:
-		return json_canon_string(v->u.text, v->n, out);
+		json_write_string(w, v->u.text, v->n);
+		break;
 	case JSON_ARRAY:
-		if ((rc = buf_putc(out, '[')) != IDEM_OK)
-			return rc;
-		for (i = 0; i < v->n; i++) {
-			if (i > 0 && (rc = buf_putc(out, ',')) != IDEM_OK)
-				return rc;
-			if ((rc = json_canonical(&v->u.kids[i], out)) !=
-			    IDEM_OK)
-				return rc;
-		}
-		return buf_putc(out, ']');
+		json_write_open(w, '[');
+		for (i = 0; i < v->n && w->rc == IDEM_OK; i++)
+			json_canon_value(&v->u.kids[i], w);
+		json_write_close(w, ']');
+		break;
 	case JSON_OBJECT:
 		/* Members were sorted by json_object_finish. */
-		if ((rc = buf_putc(out, '{')) != IDEM_OK)
-			return rc;
-		for (i = 0; i < v->n; i++) {
-			if (i > 0 && (rc = buf_putc(out, ',')) != IDEM_OK)
-				return rc;
-			if ((rc = json_canon_string(v->u.kids[2 * i].u.text,
-			    v->u.kids[2 * i].n, out)) != IDEM_OK)
-				return rc;
-			if ((rc = buf_putc(out, ':')) != IDEM_OK)
-				return rc;
-			if ((rc = json_canonical(&v->u.kids[2 * i + 1],
-			    out)) != IDEM_OK)
-				return rc;
+		json_write_open(w, '{');
+		for (i = 0; i < v->n && w->rc == IDEM_OK; i++) {
+			json_write_name(w, v->u.kids[2 * i].u.text);
+			json_canon_value(&v->u.kids[2 * i + 1], w);
 		}
-		return buf_putc(out, '}');
+		json_write_close(w, '}');
+		break;
 	default:
-		return IDEM_EINVAL;
+		w->rc = IDEM_EINVAL;
 	}
+}
+
+int
+json_canonical(const struct json_value *v, struct buf *out)
+{
+	struct json_writer w;
+
+	json_write_init(&w, out);
+	json_canon_value(v, &w);
+	return json_write_done(&w);
 }

@@ -29,6 +29,7 @@
 #define IDEM_JSON_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "buf.h"
 
@@ -98,6 +99,78 @@ const char *json_text(const struct json_value *v, size_t *len);
 /* Appends the canonical form of v to out.  IDEM_OK or IDEM_ENOMEM. */
 int json_canonical(const struct json_value *v, struct buf *out);
 
+/*
+ * A writer of JSON text into a buffer: the one way JSON is written, by
+ * the canonical form and by every response.  It places the commas and
+ * escapes strings as the canonical form does (json_write_string); the
+ * caller writes a well-formed document, opening and closing what it
+ * opens.  The first error (IDEM_ENOMEM) sticks: later writes do nothing
+ * and json_write_done returns it, so a writer's caller checks once.
+ */
+struct json_writer {
+	struct buf	*out;
+	int		 rc;
+	int		 named;	/* a member name was just written */
+	unsigned	 depth;
+	unsigned char	 more[JSON_MAX_DEPTH + 1]; /* level has a value */
+};
+
+void json_write_init(struct json_writer *w, struct buf *out);
+/*
+ * Starts a writer that adds members to obj, a non-empty JSON object made
+ * before (a stored representation): its text but the closing brace goes
+ * to out, and the caller writes members and then closes it with
+ * json_write_close(w, '}').  IDEM_EINVAL when obj is not such an object.
+ */
+int json_write_extend(struct json_writer *w, struct buf *out,
+    const void *obj, size_t len);
+/* Opens an object ('{') or an array ('['); closed by json_write_close. */
+void json_write_open(struct json_writer *w, char c);
+void json_write_close(struct json_writer *w, char c);
+/* An object member's name; its value is the next thing written. */
+void json_write_name(struct json_writer *w, const char *name);
+/* A string value, len bytes of s, escaped. */
+void json_write_string(struct json_writer *w, const char *s, size_t len);
+/* A string value, NUL-terminated. */
+void json_write_str(struct json_writer *w, const char *s);
+/*
+ * A value written as given: a number's text, true, false, null, or a
+ * whole JSON value made before (a stored representation).
+ */
+void json_write_raw(struct json_writer *w, const void *text, size_t len);
+void json_write_int(struct json_writer *w, long long v);
+/* IDEM_OK, or the first error of the writer's writes. */
+int json_write_done(const struct json_writer *w);
+
 const char *json_strstatus(enum json_status status);
+
+/*
+ * A number as sign, significant digits and exponent: the value is
+ * (-1)^neg * D * 10^exp, where D is the run of digits [lead, end) of the
+ * integer digits followed by the fraction digits, with no leading and no
+ * trailing zero.  Zero has lead == end (and neg 0, exp 0).  The digits
+ * point into the text the number was read from.
+ */
+struct json_decimal {
+	int			 neg;
+	const unsigned char	*ip;	/* integer digits */
+	size_t			 ni;
+	const unsigned char	*fp;	/* fraction digits */
+	size_t			 nf;
+	size_t			 lead;
+	size_t			 end;
+	int64_t			 exp;
+};
+
+/*
+ * Reads len bytes of text, which must be one JSON number and nothing
+ * else, by the grammar and within the bounds json_parse applies (RFC 8259
+ * section 6; at most JSON_DIGITS_MAX digits, a normalised exponent within
+ * +-JSON_EXP_LIMIT).  0, or -1 when json_parse would refuse it.
+ */
+int json_decimal_parse(const char *text, size_t len, struct json_decimal *d);
+
+/* The i-th digit character of the integer digits then the fraction. */
+unsigned char json_decimal_digit(const struct json_decimal *d, size_t i);
 
 #endif

@@ -144,12 +144,18 @@ rec_encode(const struct rec *r, struct buf *out)
 }
 
 /*
- * Copies len bytes into a fresh allocation, NUL-terminated so that
- * header names and values are C strings.  A header with a NUL inside
- * would be cut short by every reader of the string, so it is corrupt.
+ * Decoding copies the variable parts (strings, recovery point, body) out
+ * of the encoding, which belongs to a transaction, into one block: each is
+ * a piece of the encoding, and each string gains a NUL, so len +
+ * 2 * REC_MAX_HEADERS bytes hold them all.
  */
+struct rec_block {
+	uint8_t *p;
+};
+
+/* A string: u16 length and bytes, without NUL; copied NUL-terminated. */
 static int
-rec_get_string(struct rd *r, char **out)
+rec_get_string(struct rd *r, struct rec_block *b, char **out)
 {
 	const uint8_t *p;
 	uint16_t len;
@@ -160,16 +166,16 @@ rec_get_string(struct rd *r, char **out)
 		return rc;
 	if (memchr(p, '\0', len) != NULL)
 		return IDEM_ECORRUPT;
-	if ((*out = malloc((size_t)len + 1)) == NULL)
-		return IDEM_ENOMEM;
-	memcpy(*out, p, len);
-	(*out)[len] = '\0';
+	*out = (char *)b->p;
+	memcpy(b->p, p, len);
+	b->p[len] = '\0';
+	b->p += (size_t)len + 1;
 	return IDEM_OK;
 }
 
-/* Copies len bytes; no allocation (and NULL) for none. */
+/* Copies len bytes; NULL for none. */
 static int
-rec_get_blob(struct rd *r, size_t len, uint8_t **out)
+rec_get_blob(struct rd *r, struct rec_block *b, size_t len, uint8_t **out)
 {
 	const uint8_t *p;
 	int rc;
@@ -179,14 +185,14 @@ rec_get_blob(struct rd *r, size_t len, uint8_t **out)
 		return rc;
 	if (len == 0)
 		return IDEM_OK;
-	if ((*out = malloc(len)) == NULL)
-		return IDEM_ENOMEM;
-	memcpy(*out, p, len);
+	*out = b->p;
+	memcpy(b->p, p, len);
+	b->p += len;
 	return IDEM_OK;
 }
 
 static int
-rec_get_response(struct rd *r, struct rec_response *resp)
+rec_get_response(struct rd *r, struct rec_block *b, struct rec_response *resp)
 {
 	uint16_t status;
 	uint8_t n;
@@ -201,28 +207,23 @@ rec_get_response(struct rd *r, struct rec_response *resp)
 	    n > REC_MAX_HEADERS)
 		return IDEM_ECORRUPT;
 	resp->status = status;
-	/* nheaders counts only complete pairs, so rec_free frees no junk. */
 	for (i = 0; i < n; i++) {
 		struct rec_header *h = &resp->headers[i];
 
-		if ((rc = rec_get_string(r, &h->name)) != IDEM_OK)
+		if ((rc = rec_get_string(r, b, &h->name)) != IDEM_OK ||
+		    (rc = rec_get_string(r, b, &h->value)) != IDEM_OK)
 			return rc;
-		if ((rc = rec_get_string(r, &h->value)) != IDEM_OK) {
-			free(h->name);
-			h->name = NULL;
-			return rc;
-		}
 		resp->nheaders = i + 1;
 	}
 	if ((rc = rd_u32(r, &bodylen)) != IDEM_OK ||
-	    (rc = rec_get_blob(r, bodylen, &resp->body)) != IDEM_OK)
+	    (rc = rec_get_blob(r, b, bodylen, &resp->body)) != IDEM_OK)
 		return rc;
 	resp->bodylen = bodylen;
 	return IDEM_OK;
 }
 
 static int
-rec_get(struct rd *r, struct rec *out)
+rec_get(struct rd *r, struct rec_block *b, struct rec *out)
 {
 	const uint8_t *p;
 	uint8_t version, state;
@@ -252,23 +253,28 @@ rec_get(struct rd *r, struct rec *out)
 		return rc;
 	if (cplen > REC_MAX_CHECKPOINT)
 		return IDEM_ECORRUPT;
-	if ((rc = rec_get_blob(r, cplen, &out->cp)) != IDEM_OK)
+	if ((rc = rec_get_blob(r, b, cplen, &out->cp)) != IDEM_OK)
 		return rc;
 	out->cplen = cplen;
 	if (out->state == REC_COMPLETED)
-		return rec_get_response(r, &out->resp);
+		return rec_get_response(r, b, &out->resp);
 	return IDEM_OK;
 }
 
 int
 rec_decode(const void *data, size_t len, struct rec *r)
 {
+	struct rec_block b;
 	struct rd rd;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
+	if (len > SIZE_MAX - 2 * REC_MAX_HEADERS ||
+	    (r->mem = malloc(len + 2 * REC_MAX_HEADERS)) == NULL)
+		return IDEM_ENOMEM;
+	b.p = r->mem;
 	rd_init(&rd, data, len);
-	if ((rc = rec_get(&rd, r)) == IDEM_OK && rd.left != 0)
+	if ((rc = rec_get(&rd, &b, r)) == IDEM_OK && rd.left != 0)
 		rc = IDEM_ECORRUPT;
 	if (rc != IDEM_OK)
 		rec_free(r);
@@ -276,81 +282,19 @@ rec_decode(const void *data, size_t len, struct rec *r)
 }
 
 void
-rec_response_free(struct rec_response *resp)
-{
-	size_t i;
-
-	for (i = 0; i < resp->nheaders && i < REC_MAX_HEADERS; i++) {
-		free(resp->headers[i].name);
-		free(resp->headers[i].value);
-	}
-	free(resp->body);
-	memset(resp, 0, sizeof(*resp));
-}
-
-void
 rec_free(struct rec *r)
 {
-	free(r->cp);
-	rec_response_free(&r->resp);
+	free(r->mem);
 	memset(r, 0, sizeof(*r));
 }
 
-static char *
-rec_strdup(const char *s)
+void
+rec_adopt_cp(struct rec *r, void *cp, size_t len)
 {
-	size_t len = strlen(s) + 1;
-	char *p;
-
-	if ((p = malloc(len)) != NULL)
-		memcpy(p, s, len);
-	return p;
-}
-
-/*
- * dst is overwritten, not freed first.  On failure dst is left empty, so
- * rec_response_free on it is always safe.
- */
-int
-rec_response_copy(struct rec_response *dst, const struct rec_response *src)
-{
-	size_t i;
-
-	memset(dst, 0, sizeof(*dst));
-	if (src->nheaders > REC_MAX_HEADERS)
-		return IDEM_ETOOBIG;
-	dst->status = src->status;
-	for (i = 0; i < src->nheaders; i++) {
-		struct rec_header *h = &dst->headers[i];
-
-		if (src->headers[i].name == NULL ||
-		    src->headers[i].value == NULL)
-			goto invalid;
-		if ((h->name = rec_strdup(src->headers[i].name)) == NULL)
-			goto nomem;
-		if ((h->value = rec_strdup(src->headers[i].value)) == NULL) {
-			free(h->name);
-			h->name = NULL;
-			goto nomem;
-		}
-		dst->nheaders = i + 1;
-	}
-	if (src->bodylen > 0) {
-		if (src->body == NULL)
-			goto invalid;
-		if ((dst->body = malloc(src->bodylen)) == NULL)
-			goto nomem;
-		memcpy(dst->body, src->body, src->bodylen);
-		dst->bodylen = src->bodylen;
-	}
-	return IDEM_OK;
-
-invalid:
-	rec_response_free(dst);
-	return IDEM_EINVAL;
-nomem:
-	rec_response_free(dst);
-	return IDEM_ENOMEM;
+	free(r->mem);
+	r->mem = cp;
+	r->cp = cp;
+	r->cplen = len;
 }
 
 int

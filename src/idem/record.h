@@ -59,6 +59,12 @@ struct rec {
 	uint8_t *cp;
 	size_t cplen;
 	struct rec_response resp;      /* REC_COMPLETED only */
+	/*
+	 * What rec_free frees: the one block behind cp and resp's parts
+	 * (rec_decode, rec_adopt_cp); NULL for a record whose parts are
+	 * borrowed, to be encoded only.
+	 */
+	void *mem;
 };
 
 /* Appends the encoding of r to out.  IDEM_OK, IDEM_ENOMEM or IDEM_ETOOBIG. */
@@ -66,16 +72,18 @@ int rec_encode(const struct rec *r, struct buf *out);
 
 /*
  * Decodes len bytes into *r, which then owns copies of every variable
- * part (free with rec_free; the source may go away).  IDEM_ECORRUPT for a
- * truncated, trailing or unknown-version encoding, IDEM_ENOMEM.
+ * part, all in one allocation (free with rec_free; the source may go
+ * away).  IDEM_ECORRUPT for a truncated, trailing or unknown-version
+ * encoding, IDEM_ENOMEM.
  */
 int rec_decode(const void *data, size_t len, struct rec *r);
-
 void rec_free(struct rec *r);
 
-/* Deep copy of src into dst (which rec_free then releases). */
-int rec_response_copy(struct rec_response *dst, const struct rec_response *src);
-void rec_response_free(struct rec_response *resp);
+/*
+ * Gives an in-progress record cp (len bytes, malloc'd) as its recovery
+ * point, freeing what the record held: rec_free frees cp.
+ */
+void rec_adopt_cp(struct rec *r, void *cp, size_t len);
 
 /*
  * Points dst at the parts of src, copying nothing: dst is only to be

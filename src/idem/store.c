@@ -156,21 +156,9 @@ store_each_pending(struct store *s, store_each_fn fn, void *ctx)
 }
 
 int
-store_count_scope(struct store *s, const char *scope, uint64_t *n)
-{
-	return s->ops->count_scope(s, scope, n);
-}
-
-int
 store_count(struct store *s, const char *table, size_t *n)
 {
 	return s->ops->count(s, table, n);
-}
-
-int
-store_count_keys(struct store *s, size_t *n)
-{
-	return s->ops->count_keys(s, n);
 }
 
 int

@@ -243,12 +243,8 @@ int store_each(struct store *s, store_each_fn fn, void *ctx);
  */
 int store_each_pending(struct store *s, store_each_fn fn, void *ctx);
 
-/* Live records of one scope, as counted against max_keys_per_scope. */
-int store_count_scope(struct store *s, const char *scope, uint64_t *n);
-
-/* Number of rows in table, and of idempotency records. */
+/* Number of rows in table. */
 int store_count(struct store *s, const char *table, size_t *n);
-int store_count_keys(struct store *s, size_t *n);
 
 /* Rows inside a hook's transaction: see idem_tx_get in idem.h. */
 int store_tx_get(struct idem_tx *tx, const char *table, const void *key,
@@ -296,9 +292,7 @@ struct store_ops {
 	    void *ctx);
 	int (*each)(struct store *s, store_each_fn fn, void *ctx);
 	int (*each_pending)(struct store *s, store_each_fn fn, void *ctx);
-	int (*count_scope)(struct store *s, const char *scope, uint64_t *n);
 	int (*count)(struct store *s, const char *table, size_t *n);
-	int (*count_keys)(struct store *s, size_t *n);
 	int (*tx_get)(struct idem_tx *tx, const char *table, const void *key,
 	    size_t keylen, const void **val, size_t *vallen);
 	int (*tx_put)(struct idem_tx *tx, const char *table, const void *key,

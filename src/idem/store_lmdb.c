@@ -53,26 +53,6 @@ lstore_err(int rc)
 	}
 }
 
-void
-lstore_be64(uint8_t *p, uint64_t v)
-{
-	int i;
-
-	for (i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-uint64_t
-lstore_get_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
 /* now + span, saturating: a huge TTL means "never", not "long ago". */
 uint64_t
 lstore_add_ms(uint64_t now_ms, uint64_t span_ms)
@@ -129,7 +109,7 @@ void
 lstore_expiry_make(uint64_t expires_ms, const struct store_key *k,
     struct store_key *ek)
 {
-	lstore_be64(ek->data, expires_ms);
+	be_put(ek->data, 8, expires_ms);
 	memcpy(ek->data + STORE_EXPIRY_PREFIX, k->data, k->len);
 	ek->len = STORE_EXPIRY_PREFIX + k->len;
 }
@@ -678,9 +658,7 @@ const struct store_ops store_lmdb_ops = {
 	.scan = lstore_scan,
 	.each = lstore_each,
 	.each_pending = lstore_each_pending,
-	.count_scope = lstore_count_scope,
 	.count = lstore_count,
-	.count_keys = lstore_count_keys,
 	.tx_get = lstore_tx_get,
 	.tx_put = lstore_tx_put,
 	.tx_del = lstore_tx_del,

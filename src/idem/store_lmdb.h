@@ -166,8 +166,6 @@ struct lstore *lstore_of(struct store *s);
 
 /* store_lmdb.c */
 int lstore_err(int rc);
-void lstore_be64(uint8_t *p, uint64_t v);
-uint64_t lstore_get_be64(const uint8_t *p);
 uint64_t lstore_add_ms(uint64_t now_ms, uint64_t span_ms);
 int lstore_key_make(const struct lstore *s, const char *scope,
     const char *key, struct store_key *k);
@@ -235,9 +233,7 @@ int lstore_scan(struct store *base, const char *table, const void *prefix,
     void *ctx);
 int lstore_each(struct store *base, store_each_fn fn, void *ctx);
 int lstore_each_pending(struct store *base, store_each_fn fn, void *ctx);
-int lstore_count_scope(struct store *base, const char *scope, uint64_t *n);
 int lstore_count(struct store *base, const char *table, size_t *n);
-int lstore_count_keys(struct store *base, size_t *n);
 int lstore_tx_get(struct idem_tx *tx, const char *table, const void *key,
     size_t keylen, const void **val, size_t *vallen);
 int lstore_tx_put(struct idem_tx *tx, const char *table, const void *key,

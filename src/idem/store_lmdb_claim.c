@@ -75,10 +75,12 @@ lstore_claim_fresh(struct lstore *s, MDB_txn *txn, const struct store_key *k,
 	if (first != NULL) {
 		r->stage = first->stage;
 		if (first->cplen > 0) {
-			if ((r->cp = malloc(first->cplen)) == NULL)
+			void *cp = malloc(first->cplen);
+
+			if (cp == NULL)
 				return IDEM_ENOMEM;
-			memcpy(r->cp, first->cp, first->cplen);
-			r->cplen = first->cplen;
+			memcpy(cp, first->cp, first->cplen);
+			rec_adopt_cp(r, cp, first->cplen);
 		}
 	}
 	if ((rc = lstore_rec_put(s, txn, k, r)) != IDEM_OK ||
@@ -188,7 +190,7 @@ lstore_limit_retry(struct lstore *s, MDB_txn *txn, uint64_t now_ms,
 	if (mdb_cursor_open(txn, s->e->expiry, &c) == 0) {
 		if (mdb_cursor_get(c, &key, &val, MDB_FIRST) == 0 &&
 		    key.mv_size >= STORE_EXPIRY_PREFIX) {
-			at = lstore_get_be64(key.mv_data);
+			at = be_get(key.mv_data, 8);
 			wait = at > now_ms ? at - now_ms : 0;
 			if (wait > ttl_ms)
 				wait = ttl_ms;

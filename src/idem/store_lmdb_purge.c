@@ -8,6 +8,7 @@
 
 #include <lmdb.h>
 
+#include "buf.h"
 #include "err.h"
 #include "record.h"
 #include "store_lmdb.h"
@@ -67,7 +68,7 @@ lstore_purge_entry(struct lstore *s, MDB_txn *txn, MDB_cursor *c,
 		*step = STORE_PURGE_DROP;
 		return lstore_err(mdb_cursor_del(c, 0));
 	}
-	due = lstore_get_be64(ek->data);
+	due = be_get(ek->data, 8);
 	if (due > now_ms) {
 		*step = STORE_PURGE_STOP;
 		return IDEM_OK;

@@ -164,7 +164,7 @@ lstore_quota_get(struct lstore *s, MDB_txn *txn, const uint8_t *scope,
 		return rc;
 	if (val.mv_size != 8)
 		return IDEM_ECORRUPT;
-	*n = lstore_get_be64(val.mv_data);
+	*n = be_get(val.mv_data, 8);
 	return IDEM_OK;
 }
 
@@ -195,7 +195,7 @@ lstore_quota_add(struct lstore *s, MDB_txn *txn, const struct store_key *k,
 		rc = lstore_err(mdb_del(txn, s->e->quota, &key, NULL));
 		return rc == IDEM_ENOTFOUND ? IDEM_OK : rc;
 	}
-	lstore_be64(be, n);
+	be_put(be, 8, n);
 	val.mv_size = sizeof(be);
 	val.mv_data = be;
 	return lstore_err(mdb_put(txn, s->e->quota, &key, &val, 0));

@@ -283,26 +283,6 @@ lstore_each_pending(struct store *base, store_each_fn fn, void *ctx)
 	return lstore_walk(s, s->e->pending, fn, ctx);
 }
 
-int
-lstore_count_scope(struct store *base, const char *scope, uint64_t *n)
-{
-	struct lstore *s = lstore_of(base);
-	MDB_txn *txn;
-	size_t slen;
-	int rc;
-
-	*n = 0;
-	if (scope == NULL || *scope == '\0')
-		return IDEM_EINVAL;
-	if ((slen = strlen(scope)) > s->e->maxkey)
-		return IDEM_ETOOBIG;
-	if ((rc = lstore_txn_begin(s, 0, &txn)) != IDEM_OK)
-		return rc;
-	rc = lstore_quota_get(s, txn, (const uint8_t *)scope, slen, n);
-	mdb_txn_abort(txn);
-	return rc;
-}
-
 static int
 lstore_count_dbi(struct lstore *s, MDB_dbi dbi, size_t *n)
 {
@@ -329,13 +309,6 @@ lstore_count(struct store *base, const char *table, size_t *n)
 	if ((rc = lstore_table(s, table, &dbi)) != IDEM_OK)
 		return rc;
 	return lstore_count_dbi(s, dbi, n);
-}
-
-int
-lstore_count_keys(struct store *base, size_t *n)
-{
-	struct lstore *s = lstore_of(base);
-	return lstore_count_dbi(s, s->e->keys, n);
 }
 
 /* A hook's transaction, as the backend knows it. */

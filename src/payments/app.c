@@ -2,11 +2,13 @@
  * app.c: the payments application: it opens what the handlers use,
  * routes, authenticates, and writes one log line per request.
  */
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "app.h"
 #include "auth.h"
@@ -31,7 +33,7 @@ struct app {
 	struct provider *provider;  /* NULL until it opens */
 	struct auth_keys *keys;
 	int have_secret;            /* keyhash secret loaded */
-	uint8_t secret[KEYHASH_SECRET_SIZE];
+	struct keyhash keyhash;     /* under the secret, once loaded */
 	struct app_inject inj;      /* what a harness put in (app_open_with) */
 };
 
@@ -112,6 +114,7 @@ app_open_locked(struct app *a)
 		.clock = a->inj.clock,
 		.clock_ctx = a->inj.clock_ctx,
 	};
+	uint8_t secret[KEYHASH_SECRET_SIZE];
 	char err[PATH_MAX + 64];
 	struct provider_config pc = { a->cfg.provider_dir, a->cfg.map_size,
 	    a->cfg.provider_latency_ms, a->cfg.provider_fail,
@@ -131,10 +134,11 @@ app_open_locked(struct app *a)
 	}
 	/* Without its secret a key is logged as "-", never in a weak form. */
 	if (!a->have_secret) {
-		if (keyhash_secret_load(a->cfg.db_dir, 1, a->secret, err,
-		    sizeof(err)) == 0)
+		if (keyhash_secret_load(a->cfg.db_dir, 1, secret, err,
+		    sizeof(err)) == 0) {
+			keyhash_init(&a->keyhash, secret);
 			a->have_secret = 1;
-		else
+		} else
 			fprintf(stderr, "idem: keys logged as \"-\": %s\n",
 			    err);
 	}
@@ -228,7 +232,7 @@ app_env(struct app *a, struct pay_env *env)
 	if (env->open_rc == IDEM_OK) {
 		env->idem = a->idem;
 		env->provider = a->provider;
-		env->secret = a->have_secret ? a->secret : NULL;
+		env->keyhash = a->have_secret ? &a->keyhash : NULL;
 	}
 	pthread_mutex_unlock(&a->open_mu);
 }
@@ -352,24 +356,73 @@ app_log_field(const char *v, char out[4 * APP_LOG_FIELD + 4])
 	return out;
 }
 
+/* Appends s to the line at p, cut at end. */
+static char *
+app_put(char *p, const char *end, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n > (size_t)(end - p))
+		n = (size_t)(end - p);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+/* Appends v in decimal to the line at p, cut at end. */
+static char *
+app_put_num(char *p, const char *end, long long v)
+{
+	char digits[24], *d = digits + sizeof(digits);
+	unsigned long long u = v < 0 ? 0 - (unsigned long long)v :
+	    (unsigned long long)v;
+
+	*--d = '\0';
+	do
+		*--d = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		*--d = '-';
+	return app_put(p, end, d);
+}
+
 /*
  * One line per request on stderr (the web server's error log).  The key
  * appears only as its keyhash (keyhash.h), never in the clear; every
- * field taken from the request is escaped.
+ * field taken from the request is escaped.  The line is made on the
+ * stack and written with one write(2), so that threads share no stdio
+ * lock and lines from many threads and workers never interleave.
  */
 static void
 app_log(const struct pay_note *note, const struct request *req,
     const struct response *resp, uint64_t ms)
 {
-	char addr[4 * APP_LOG_FIELD + 4], method[4 * APP_LOG_FIELD + 4];
-	char path[4 * APP_LOG_FIELD + 4];
+	char field[4 * APP_LOG_FIELD + 4];
+	char line[3 * sizeof(field) + KEYHASH_HEX + 128];
+	const char *end = line + sizeof(line) - 1, *s;
+	char *p = line;
+	ssize_t n;
 
-	fprintf(stderr, "idem: %s %s %s %d key=%s outcome=%s ms=%llu\n",
-	    app_log_field(req->remote_addr, addr),
-	    app_log_field(req->method, method),
-	    app_log_field(req->path, path), resp->status,
-	    note->keyhash[0] != '\0' ? note->keyhash : "-",
-	    note->outcome ? note->outcome : "-", (unsigned long long)ms);
+	p = app_put(p, end, "idem: ");
+	p = app_put(p, end, app_log_field(req->remote_addr, field));
+	p = app_put(p, end, " ");
+	p = app_put(p, end, app_log_field(req->method, field));
+	p = app_put(p, end, " ");
+	p = app_put(p, end, app_log_field(req->path, field));
+	p = app_put(p, end, " ");
+	p = app_put_num(p, end, resp->status);
+	p = app_put(p, end, " key=");
+	p = app_put(p, end, note->keyhash[0] != '\0' ? note->keyhash : "-");
+	p = app_put(p, end, " outcome=");
+	p = app_put(p, end, note->outcome ? note->outcome : "-");
+	p = app_put(p, end, " ms=");
+	p = app_put_num(p, end, (long long)ms);
+	*p++ = '\n';
+	for (s = line; s < p; s += n)
+		if ((n = write(STDERR_FILENO, s, (size_t)(p - s))) < 0) {
+			if (errno != EINTR)
+				return;
+			n = 0;
+		}
 }
 
 static void

@@ -11,6 +11,7 @@
 #include "err.h"
 #include "handlers.h"
 #include "idem.h"
+#include "json.h"
 #include "metrics.h"
 #include "payment.h"
 #include "problem.h"
@@ -171,9 +172,11 @@ pay_list(const struct pay_env *env, const struct request *req, const char *scope
     struct response *resp)
 {
 	struct pay_ids *ids = NULL;
+	struct buf view = BUF_INIT;
 	void *row = NULL;
 	const uint8_t *s, *b;
-	size_t rowlen, slen, blen, i, shown;
+	size_t rowlen, slen, blen, i;
+	struct json_writer w;
 	long limit;
 	int rc;
 
@@ -202,10 +205,12 @@ pay_list(const struct pay_env *env, const struct request *req, const char *scope
 	resp_reset(resp);
 	resp->status = 200;
 	rc = resp_header(resp, "Content-Type", "application/json");
-	if (rc == IDEM_OK)
-		rc = buf_puts(&resp->body, "{\"data\":[");
-	for (i = 0, shown = 0; rc == IDEM_OK && i < ids->n &&
-	    i < (size_t)limit; i++) {
+	json_write_init(&w, &resp->body);
+	json_write_open(&w, '{');
+	json_write_name(&w, "data");
+	json_write_open(&w, '[');
+	for (i = 0; rc == IDEM_OK && json_write_done(&w) == IDEM_OK &&
+	    i < ids->n && i < (size_t)limit; i++) {
 		free(row);
 		row = NULL;
 		if (idem_row_get(env->idem, PAY_TABLE_PAYMENTS, ids->ids[i],
@@ -213,17 +218,26 @@ pay_list(const struct pay_env *env, const struct request *req, const char *scope
 		    pay_row_decode(row, rowlen, &s, &slen, &b, &blen) !=
 		    IDEM_OK)
 			continue;
-		if (shown++ > 0 && (rc = buf_putc(&resp->body, ',')) != IDEM_OK)
-			break;
+		/* The representation GET shows, as a value of the list. */
+		buf_reset(&view);
 		rc = refund_payment_extend(env->idem, ids->ids[i], b, blen,
-		    &resp->body);
+		    &view);
+		if (rc == IDEM_OK)
+			json_write_raw(&w, view.data, view.len);
 	}
+	json_write_close(&w, ']');
+	json_write_name(&w, "has_more");
+	if (ids->n > (size_t)limit)
+		json_write_raw(&w, "true", 4);
+	else
+		json_write_raw(&w, "false", 5);
+	json_write_close(&w, '}');
 	if (rc == IDEM_OK)
-		rc = buf_printf(&resp->body, "],\"has_more\":%s}",
-		    ids->n > (size_t)limit ? "true" : "false");
+		rc = json_write_done(&w);
 	if (rc != IDEM_OK)
 		problem_build(resp, PROBLEM_INTERNAL, "%s.", idem_strerror(rc));
 out:
+	buf_free(&view);
 	free(row);
 	free(ids);
 }
@@ -245,6 +259,8 @@ pay_metrics(const struct pay_env *env, struct response *resp)
 void
 pay_healthz(const struct pay_env *env, struct response *resp)
 {
+	struct json_writer w;
+
 	if (env->idem == NULL) {
 		pay_store_error(resp, env->open_rc);
 		return;
@@ -252,5 +268,9 @@ pay_healthz(const struct pay_env *env, struct response *resp)
 	resp_reset(resp);
 	resp->status = 200;
 	resp_header(resp, "Content-Type", "application/json");
-	buf_puts(&resp->body, "{\"status\":\"ok\"}");
+	json_write_init(&w, &resp->body);
+	json_write_open(&w, '{');
+	json_write_name(&w, "status");
+	json_write_str(&w, "ok");
+	json_write_close(&w, '}');
 }

@@ -37,7 +37,7 @@ struct pay_env {
 	struct idem *idem;
 	struct provider *provider;
 	int open_rc;
-	const uint8_t *secret;       /* keyhash secret; NULL: not loaded */
+	const struct keyhash *keyhash; /* the log's key names; NULL: none */
 };
 
 /* What the handling of one request notes for its log line. */

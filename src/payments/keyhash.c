@@ -81,14 +81,20 @@ keyhash_secret_load(const char *dir, int create,
 }
 
 void
-keyhash_compute(const uint8_t secret[KEYHASH_SECRET_SIZE], const char *scope,
-    const char *key, char out[KEYHASH_HEX + 1])
+keyhash_init(struct keyhash *kh, const uint8_t secret[KEYHASH_SECRET_SIZE])
+{
+	crypto_hmac_init(&kh->hmac, secret, KEYHASH_SECRET_SIZE);
+}
+
+void
+keyhash_compute(const struct keyhash *kh, const char *scope, const char *key,
+    char out[KEYHASH_HEX + 1])
 {
 	uint8_t mac[CRYPTO_SHA256_SIZE];
 	struct crypto_part parts[3] = {
 		{ scope, strlen(scope) }, { "", 1 }, { key, strlen(key) },
 	};
 
-	crypto_hmac_sha256(secret, KEYHASH_SECRET_SIZE, parts, 3, mac);
+	crypto_hmac_sha256(&kh->hmac, parts, 3, mac);
 	crypto_hex(mac, KEYHASH_HEX / 2, out);
 }

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "crypto.h"
+
 #define KEYHASH_FILE "log-secret"
 #define KEYHASH_SECRET_SIZE 32
 #define KEYHASH_HEX 32
@@ -28,8 +30,16 @@
 int keyhash_secret_load(const char *dir, int create,
     uint8_t secret[KEYHASH_SECRET_SIZE], char *err, size_t errlen);
 
+/* The HMAC under a secret, prepared once (see crypto_hmac_init). */
+struct keyhash {
+	struct crypto_hmac hmac;
+};
+
+void keyhash_init(struct keyhash *kh,
+    const uint8_t secret[KEYHASH_SECRET_SIZE]);
+
 /* Writes the KEYHASH_HEX hex digits and a NUL to out. */
-void keyhash_compute(const uint8_t secret[KEYHASH_SECRET_SIZE],
-    const char *scope, const char *key, char out[KEYHASH_HEX + 1]);
+void keyhash_compute(const struct keyhash *kh, const char *scope,
+    const char *key, char out[KEYHASH_HEX + 1]);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "money.h"
 
 /*
@@ -76,15 +77,6 @@ static const struct currency money_table[] = {
  */
 #define MONEY_MAX_DIGITS 15
 
-/*
- * Exponents are clamped to this magnitude while they are read, so that
- * "1e99999999999999999999" cannot overflow.  Any exponent this large
- * already decides the answer (RANGE or PRECISION) for every text that
- * fits in memory, and the clamp leaves room to add digit counts to it
- * without overflow.
- */
-#define MONEY_EXP_CLAMP 1000000000000000LL /* 10^15 */
-
 static const char *const money_strs[MONEY__MAX] = {
 	[MONEY_OK] = "The amount is valid.",
 	[MONEY_SYNTAX] = "The amount must be a JSON number, such as "
@@ -130,129 +122,49 @@ money_strstatus(enum money_status s)
 	return money_strs[s];
 }
 
+/* The k-th significant digit's value. */
 static int
-money_isdigit(char c)
+money_digit(const struct json_decimal *d, size_t k)
 {
-	return c >= '0' && c <= '9';
+	return json_decimal_digit(d, k) - '0';
 }
 
 /*
- * The digits of a JSON number with the decimal point left out: the
- * integer part, then the fraction.  The value is
- * digits * 10^(exp - nfrac).
+ * The text is read by the JSON number grammar itself (json.h), so that an
+ * amount is exactly the number the body held: the value is D * 10^exp,
+ * D the significant digits [lead, end), without leading or trailing zeros.
  */
-struct money_num {
-	const char *ip;   /* integer part */
-	size_t ni;
-	const char *fp;   /* fraction, after the '.' */
-	size_t nf;
-	long long exp;    /* clamped to +-MONEY_EXP_CLAMP */
-	int neg;
-};
-
-/* The k-th digit of the integer part followed by the fraction. */
-static int
-money_digit(const struct money_num *n, size_t k)
-{
-	return (k < n->ni ? n->ip[k] : n->fp[k - n->ni]) - '0';
-}
-
-/*
- * Splits text by the number grammar of RFC 8259 section 6:
- *     number = [ minus ] int [ frac ] [ exp ]
- *     int    = zero / ( digit1-9 *DIGIT )
- * A leading zero followed by more digits ("01"), a bare '.', a missing
- * exponent digit, a '+' sign, and surrounding white space are all
- * syntax errors, as they are to a JSON parser.  Returns 0 or -1.
- */
-static int
-money_split(const char *s, struct money_num *n)
-{
-	long long e;
-	int eneg;
-
-	memset(n, 0, sizeof(*n));
-	if (*s == '-') {
-		n->neg = 1;
-		s++;
-	}
-	n->ip = s;
-	if (*s == '0')
-		s++;
-	else if (*s >= '1' && *s <= '9')
-		while (money_isdigit(*s))
-			s++;
-	else
-		return -1;
-	n->ni = (size_t)(s - n->ip);
-	if (*s == '.') {
-		n->fp = ++s;
-		while (money_isdigit(*s))
-			s++;
-		n->nf = (size_t)(s - n->fp);
-		if (n->nf == 0)
-			return -1;
-	}
-	if (*s == 'e' || *s == 'E') {
-		s++;
-		eneg = 0;
-		if (*s == '+' || *s == '-')
-			eneg = *s++ == '-';
-		if (!money_isdigit(*s))
-			return -1;
-		for (e = 0; money_isdigit(*s); s++)
-			if (e < MONEY_EXP_CLAMP)
-				e = e * 10 + (*s - '0');
-		if (e > MONEY_EXP_CLAMP)
-			e = MONEY_EXP_CLAMP;
-		n->exp = eneg ? -e : e;
-	}
-	return *s == '\0' ? 0 : -1;
-}
-
 enum money_status
 money_parse(const char *text, const struct currency *cur, int64_t *minor)
 {
-	struct money_num n;
-	size_t total, first, last, k;
+	struct json_decimal d;
 	long long scale, ndig;
 	int64_t v;
+	size_t k;
 
-	if (text == NULL || cur == NULL || money_split(text, &n) != 0)
+	if (text == NULL || cur == NULL ||
+	    json_decimal_parse(text, strlen(text), &d) != 0)
 		return MONEY_SYNTAX;
-
-	/*
-	 * Leading and trailing zeros of the digit string carry no value, so
-	 * "100.000" is 100000 * 10^-3 = 100 * 10^0 and has no fractional
-	 * digits at all.  What is left is the significand [first, last].
-	 */
-	total = n.ni + n.nf;
-	for (first = 0; first < total && money_digit(&n, first) == 0; first++)
-		continue;
-	if (first == total || n.neg)
+	if (d.lead == d.end || d.neg)
 		return MONEY_NOT_POSITIVE;
-	for (last = total - 1; money_digit(&n, last) == 0; last--)
-		continue;
 
 	/*
-	 * The value is significand * 10^scale; in minor units the power is
-	 * scale + digits, which must not be negative or a fraction of the
-	 * minor unit would be lost.  Digit counts are bounded by the length
-	 * of a string in memory and the exponent by its clamp, so none of
-	 * this arithmetic can overflow.
+	 * In minor units the power of ten is exp + the currency's digits,
+	 * which must not be negative or a fraction of the minor unit would
+	 * be lost.  The exponent is within +-JSON_EXP_LIMIT (10^9) and the
+	 * digits within JSON_DIGITS_MAX, so none of this can overflow.
 	 */
-	scale = n.exp - (long long)n.nf + (long long)(total - 1 - last) +
-	    (long long)cur->digits;
+	scale = (long long)d.exp + (long long)cur->digits;
 	if (scale < 0)
 		return MONEY_PRECISION;
-	ndig = (long long)(last - first + 1);
+	ndig = (long long)(d.end - d.lead);
 	if (ndig + scale > MONEY_MAX_DIGITS)
 		return MONEY_RANGE;
 
 	/* At most 15 digits: the value fits int64 with room to spare. */
 	v = 0;
-	for (k = first; k <= last; k++)
-		v = v * 10 + money_digit(&n, k);
+	for (k = d.lead; k < d.end; k++)
+		v = v * 10 + money_digit(&d, k);
 	for (; scale > 0; scale--)
 		v *= 10;
 	if (v > MONEY_MAX_MINOR)

@@ -118,13 +118,26 @@ pay_render(const struct pay_cp *cp, const struct pay_order *o,
     const char *charge_id, struct buf *out)
 {
 	char amount[48], when[64];
+	struct json_writer w;
 
 	money_format(o->minor, o->cur, amount, sizeof(amount));
 	pay_time(cp->created_ms, when);
-	return buf_printf(out, "{\"id\":\"%s\",\"amount\":%s,\"currency\":"
-	    "\"%s\",\"status\":\"succeeded\",\"charge_id\":\"%s\","
-	    "\"created_at\":\"%s\"}", cp->id, amount, o->cur->code, charge_id,
-	    when);
+	json_write_init(&w, out);
+	json_write_open(&w, '{');
+	json_write_name(&w, "id");
+	json_write_str(&w, cp->id);
+	json_write_name(&w, "amount");
+	json_write_raw(&w, amount, strlen(amount));
+	json_write_name(&w, "currency");
+	json_write_str(&w, o->cur->code);
+	json_write_name(&w, "status");
+	json_write_str(&w, "succeeded");
+	json_write_name(&w, "charge_id");
+	json_write_str(&w, charge_id);
+	json_write_name(&w, "created_at");
+	json_write_str(&w, when);
+	json_write_close(&w, '}');
+	return json_write_done(&w);
 }
 
 /* A payment row: version, the owner's scope, the JSON representation. */

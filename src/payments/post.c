@@ -359,8 +359,8 @@ pay_post(const struct pay_env *env, struct pay_note *note,
 		pay_store_error(resp, env->open_rc);
 		goto out;
 	}
-	if (env->secret != NULL)
-		keyhash_compute(env->secret, scope, key, note->keyhash);
+	if (env->keyhash != NULL)
+		keyhash_compute(env->keyhash, scope, key, note->keyhash);
 	rc = idem_begin(env->idem, scope, key, fp,
 	    valid ? pay_first_make : NULL, &first, &r.call);
 	if (rc != IDEM_OK) {

@@ -76,12 +76,26 @@ refund_render(const struct refund_cp *cp, const char *payment, int64_t minor,
     const struct currency *cur, struct buf *out)
 {
 	char amount[48], when[64];
+	struct json_writer w;
 
 	money_format(minor, cur, amount, sizeof(amount));
 	pay_time(cp->created_ms, when);
-	return buf_printf(out, "{\"id\":\"%s\",\"payment\":\"%s\",\"amount\":"
-	    "%s,\"currency\":\"%s\",\"status\":\"succeeded\",\"created_at\":"
-	    "\"%s\"}", cp->id, payment, amount, cur->code, when);
+	json_write_init(&w, out);
+	json_write_open(&w, '{');
+	json_write_name(&w, "id");
+	json_write_str(&w, cp->id);
+	json_write_name(&w, "payment");
+	json_write_str(&w, payment);
+	json_write_name(&w, "amount");
+	json_write_raw(&w, amount, strlen(amount));
+	json_write_name(&w, "currency");
+	json_write_str(&w, cur->code);
+	json_write_name(&w, "status");
+	json_write_str(&w, "succeeded");
+	json_write_name(&w, "created_at");
+	json_write_str(&w, when);
+	json_write_close(&w, '}');
+	return json_write_done(&w);
 }
 
 int
@@ -111,14 +125,16 @@ refund_payment_view(const void *body, size_t len, int64_t refunded,
     const struct currency *cur, struct buf *out)
 {
 	char amount[48];
+	struct json_writer w;
 	int rc;
 
-	if (len < 2 || ((const char *)body)[len - 1] != '}')
-		return IDEM_ECORRUPT;
 	money_format(refunded, cur, amount, sizeof(amount));
-	if ((rc = buf_append(out, body, len - 1)) != IDEM_OK)
-		return rc;
-	return buf_printf(out, ",\"amount_refunded\":%s}", amount);
+	if ((rc = json_write_extend(&w, out, body, len)) != IDEM_OK)
+		return rc == IDEM_EINVAL ? IDEM_ECORRUPT : rc;
+	json_write_name(&w, "amount_refunded");
+	json_write_raw(&w, amount, strlen(amount));
+	json_write_close(&w, '}');
+	return json_write_done(&w);
 }
 
 int

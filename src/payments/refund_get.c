@@ -185,27 +185,24 @@ refund_collect(void *ctx, const void *key, size_t keylen, const void *val,
 /* Appends the listed refunds' representations, comma-separated. */
 static int
 refund_list_items(const struct pay_env *env, const struct refund_ids *ids,
-    size_t limit, struct buf *out)
+    size_t limit, struct json_writer *w)
 {
 	const uint8_t *s, *p, *b;
-	size_t rowlen, slen, blen, i, shown = 0;
+	size_t rowlen, slen, blen, i;
 	void *row;
-	int rc = IDEM_OK;
 
-	for (i = 0; rc == IDEM_OK && i < ids->n && i < limit; i++) {
+	for (i = 0; json_write_done(w) == IDEM_OK && i < ids->n && i < limit;
+	    i++) {
 		row = NULL;
+		/* The stored representation, as a value of the list. */
 		if (idem_row_get(env->idem, REFUND_TABLE_REFUNDS, ids->ids[i],
 		    REFUND_ID_LEN, &row, &rowlen) == IDEM_OK &&
 		    refund_row_decode(row, rowlen, &s, &slen, &p, &b,
-		    &blen) == IDEM_OK) {
-			if (shown++ > 0)
-				rc = buf_putc(out, ',');
-			if (rc == IDEM_OK)
-				rc = buf_append(out, b, blen);
-		}
+		    &blen) == IDEM_OK)
+			json_write_raw(w, b, blen);
 		free(row);
 	}
-	return rc;
+	return json_write_done(w);
 }
 
 static void
@@ -213,6 +210,7 @@ refund_list(const struct pay_env *env, const struct request *req,
     const char *payment, const char *scope, struct response *resp)
 {
 	struct refund_ids *ids = NULL;
+	struct json_writer w;
 	long limit;
 	int rc;
 
@@ -238,13 +236,21 @@ refund_list(const struct pay_env *env, const struct request *req,
 	resp_reset(resp);
 	resp->status = 200;
 	rc = resp_header(resp, "Content-Type", "application/json");
+	json_write_init(&w, &resp->body);
+	json_write_open(&w, '{');
+	json_write_name(&w, "data");
+	json_write_open(&w, '[');
 	if (rc == IDEM_OK)
-		rc = buf_puts(&resp->body, "{\"data\":[");
+		rc = refund_list_items(env, ids, (size_t)limit, &w);
+	json_write_close(&w, ']');
+	json_write_name(&w, "has_more");
+	if (ids->n > (size_t)limit)
+		json_write_raw(&w, "true", 4);
+	else
+		json_write_raw(&w, "false", 5);
+	json_write_close(&w, '}');
 	if (rc == IDEM_OK)
-		rc = refund_list_items(env, ids, (size_t)limit, &resp->body);
-	if (rc == IDEM_OK)
-		rc = buf_printf(&resp->body, "],\"has_more\":%s}",
-		    ids->n > (size_t)limit ? "true" : "false");
+		rc = json_write_done(&w);
 	if (rc != IDEM_OK)
 		problem_build(resp, PROBLEM_INTERNAL, "%s.", idem_strerror(rc));
 out:

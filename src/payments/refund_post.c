@@ -489,8 +489,8 @@ refund_post(const struct pay_env *env, struct pay_note *note,
 	    sizeof(invalid)) == 0;
 	first.idem = env->idem;
 	first.payment = payment;
-	if (env->secret != NULL)
-		keyhash_compute(env->secret, scope, key, note->keyhash);
+	if (env->keyhash != NULL)
+		keyhash_compute(env->keyhash, scope, key, note->keyhash);
 	rc = idem_begin(env->idem, scope, key, fp,
 	    valid ? refund_first_make : NULL, &first, &r.call);
 	if (rc != IDEM_OK) {

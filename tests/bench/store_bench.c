@@ -181,8 +181,8 @@ sb_lmdb_one(struct sb_thread *t, uint64_t i)
 	rc = store_claim(t->run->store, o->scope, key, t->run->fp, token, now,
 	    SB_LEASE_MS, SB_TTL_MS, NULL, &c);
 	if (rc == IDEM_OK && c.decision != ENGINE_CLAIM) {
-		snprintf(t->err, sizeof(t->err), "store_claim %s: %s, not a "
-		    "claim", key, engine_strdecision(c.decision));
+		snprintf(t->err, sizeof(t->err), "store_claim %s: decision "
+		    "%d, not a claim", key, (int)c.decision);
 		rec_free(&c.rec);
 		return -1;
 	}

@@ -297,22 +297,6 @@ test_time_zero(void)
 	HARNESS_EQ(ra, 1);
 }
 
-static void
-test_strdecision(void)
-{
-	CU_ASSERT_STRING_EQUAL(engine_strdecision(ENGINE_CLAIM), "claim");
-	CU_ASSERT_STRING_EQUAL(engine_strdecision(ENGINE_TAKEOVER),
-	    "takeover");
-	CU_ASSERT_STRING_EQUAL(engine_strdecision(ENGINE_REPLAY), "replay");
-	CU_ASSERT_STRING_EQUAL(engine_strdecision(ENGINE_CONFLICT),
-	    "conflict");
-	CU_ASSERT_STRING_EQUAL(engine_strdecision(ENGINE_MISMATCH),
-	    "mismatch");
-	CU_ASSERT_STRING_EQUAL(engine_strdecision(ENGINE__MAX), "unknown");
-	CU_ASSERT_STRING_EQUAL(engine_strdecision((enum engine_decision)-1),
-	    "unknown");
-}
-
 int
 harness_suites(void)
 {
@@ -353,8 +337,7 @@ harness_suites(void)
 	    test_retry_after_huge_lease) == NULL ||
 	    CU_add_test(s, "record untouched", test_record_untouched) ==
 	    NULL ||
-	    CU_add_test(s, "time zero", test_time_zero) == NULL ||
-	    CU_add_test(s, "strdecision", test_strdecision) == NULL)
+	    CU_add_test(s, "time zero", test_time_zero) == NULL)
 		return -1;
 	return 0;
 }

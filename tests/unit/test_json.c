@@ -840,6 +840,65 @@ test_canonical_is_fixed_point(void)
 	}
 }
 
+/*
+ * The writer: commas between values and members at every level, names
+ * and strings escaped as the canonical form escapes them, raw values and
+ * integers as given; an unbalanced close is an error that sticks.
+ */
+static void
+test_writer(void)
+{
+	struct json_writer w;
+	struct buf b = BUF_INIT;
+
+	json_write_init(&w, &b);
+	json_write_open(&w, '{');
+	json_write_name(&w, "a\"b");
+	json_write_open(&w, '[');
+	json_write_int(&w, -42);
+	json_write_str(&w, "x\n\001/\xc3\xa9");
+	json_write_open(&w, '{');
+	json_write_close(&w, '}');
+	json_write_raw(&w, "{\"k\":1}", 7);
+	json_write_close(&w, ']');
+	json_write_name(&w, "t");
+	json_write_raw(&w, "true", 4);
+	json_write_close(&w, '}');
+	HARNESS_EQ(json_write_done(&w), IDEM_OK);
+	CU_ASSERT_STRING_EQUAL(b.data, "{\"a\\\"b\":[-42,\"x\\n\\u0001/\xc3\xa9\","
+	    "{},{\"k\":1}],\"t\":true}");
+	json_write_close(&w, '}');
+	HARNESS_EQ(json_write_done(&w), IDEM_EINVAL);
+	buf_free(&b);
+}
+
+/*
+ * A stored object extended with a member: its bytes up to the closing
+ * brace unchanged, the new member after a comma; anything but a
+ * non-empty object is refused and leaves nothing behind.
+ */
+static void
+test_writer_extend(void)
+{
+	const char *stored = "{\"id\":\"p\", \"n\":1}";
+	struct json_writer w;
+	struct buf b = BUF_INIT;
+
+	HARNESS_EQ(json_write_extend(&w, &b, stored, strlen(stored)), IDEM_OK);
+	json_write_name(&w, "more");
+	json_write_raw(&w, "2.50", 4);
+	json_write_close(&w, '}');
+	HARNESS_EQ(json_write_done(&w), IDEM_OK);
+	CU_ASSERT_STRING_EQUAL(b.data,
+	    "{\"id\":\"p\", \"n\":1,\"more\":2.50}");
+	buf_reset(&b);
+	HARNESS_EQ(json_write_extend(&w, &b, "{}", 2), IDEM_EINVAL);
+	HARNESS_EQ(json_write_extend(&w, &b, "[1]", 3), IDEM_EINVAL);
+	HARNESS_EQ(json_write_extend(&w, &b, "{\"a\":1", 6), IDEM_EINVAL);
+	CU_ASSERT_EQUAL(b.len, 0);
+	buf_free(&b);
+}
+
 int
 harness_suites(void)
 {
@@ -894,7 +953,10 @@ harness_suites(void)
 	    CU_add_test(c, "string escaping", test_canonical_strings) ==
 	    NULL ||
 	    CU_add_test(c, "canonical is a fixed point",
-	    test_canonical_is_fixed_point) == NULL)
+	    test_canonical_is_fixed_point) == NULL ||
+	    CU_add_test(c, "the writer", test_writer) == NULL ||
+	    CU_add_test(c, "the writer extends a stored object",
+	    test_writer_extend) == NULL)
 		return -1;
 	return 0;
 }

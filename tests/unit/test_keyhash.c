@@ -100,23 +100,28 @@ test_keyhash_keyed(void)
 {
 	uint8_t s1[KEYHASH_SECRET_SIZE], s2[KEYHASH_SECRET_SIZE];
 	uint8_t d[CRYPTO_SHA256_SIZE];
+	struct keyhash k1, k2;
 	char a[KEYHASH_HEX + 1], b[KEYHASH_HEX + 1], plain[65];
 	size_t i;
 
 	memset(s1, 1, sizeof(s1));
 	memset(s2, 2, sizeof(s2));
-	keyhash_compute(s1, "acct_alice", "order-1001", a);
+	keyhash_init(&k1, s1);
+	keyhash_init(&k2, s2);
+	keyhash_compute(&k1, "acct_alice", "order-1001", a);
+	/* HMAC-SHA-256 (RFC 2104) of "acct_alice NUL order-1001", cut. */
+	CU_ASSERT_STRING_EQUAL(a, "5a8109fdd4e0431c7e930e2ea61c0b02");
 	HARNESS_EQ(strlen(a), KEYHASH_HEX);
 	for (i = 0; i < KEYHASH_HEX; i++)
 		CU_ASSERT(strchr("0123456789abcdef", a[i]) != NULL);
-	keyhash_compute(s1, "acct_alice", "order-1001", b);
+	keyhash_compute(&k1, "acct_alice", "order-1001", b);
 	CU_ASSERT_STRING_EQUAL(a, b);
-	keyhash_compute(s1, "acct_bob", "order-1001", b);
+	keyhash_compute(&k1, "acct_bob", "order-1001", b);
 	CU_ASSERT_STRING_NOT_EQUAL(a, b);
-	keyhash_compute(s2, "acct_alice", "order-1001", b);
+	keyhash_compute(&k2, "acct_alice", "order-1001", b);
 	CU_ASSERT_STRING_NOT_EQUAL(a, b);
 	/* "scope NUL key": no two (scope, key) pairs share an input. */
-	keyhash_compute(s1, "acct_alic", "eorder-1001", b);
+	keyhash_compute(&k1, "acct_alic", "eorder-1001", b);
 	CU_ASSERT_STRING_NOT_EQUAL(a, b);
 	crypto_sha256("order-1001", 10, d);
 	crypto_hex(d, sizeof(d), plain);

@@ -176,8 +176,13 @@ test_parse_range(void)
 	expect("99999999999999999999", "BRL", MONEY_RANGE, 0);
 	expect("1e13", "BRL", MONEY_RANGE, 0);
 	expect("1e400", "BRL", MONEY_RANGE, 0);
-	expect("1e9223372036854775807", "BRL", MONEY_RANGE, 0);
-	expect("1e99999999999999999999999999999999", "BRL", MONEY_RANGE, 0);
+	expect("1e999999999", "BRL", MONEY_RANGE, 0);
+	/*
+	 * Past an exponent of 10^9 the JSON grammar here refuses the number
+	 * (json.h), so no body could bring it: refused as it would be.
+	 */
+	expect("1e9223372036854775807", "BRL", MONEY_SYNTAX, 0);
+	expect("1e99999999999999999999999999999999", "BRL", MONEY_SYNTAX, 0);
 	expect("184467440737095516160000", "JPY", MONEY_RANGE, 0);
 }
 
@@ -186,9 +191,10 @@ static void
 test_parse_tiny(void)
 {
 	expect("1e-400", "BRL", MONEY_PRECISION, 0);
-	expect("1e-9223372036854775808", "BRL", MONEY_PRECISION, 0);
+	expect("1e-999999999", "BRL", MONEY_PRECISION, 0);
+	expect("1e-9223372036854775808", "BRL", MONEY_SYNTAX, 0);
 	expect("1e-99999999999999999999999999999999", "JPY",
-	    MONEY_PRECISION, 0);
+	    MONEY_SYNTAX, 0);
 	/* A long digit string scaled back down into range is exact. */
 	expect("100000000000000000000000000000000e-30", "BRL",
 	    MONEY_OK, 10000);

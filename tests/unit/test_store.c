@@ -21,6 +21,37 @@
 
 #include "harness.h"
 
+/*
+ * Idempotency records, all or one scope's (scope NULL: all), counted
+ * from a walk as idemctl stats counts them.
+ */
+struct count_ctx {
+	const char *scope;
+	size_t n;
+};
+
+static int
+count_one(void *ctx, const char *scope, const char *key, const struct rec *r)
+{
+	struct count_ctx *c = ctx;
+
+	(void)key;
+	(void)r;
+	if (c->scope == NULL || strcmp(c->scope, scope) == 0)
+		c->n++;
+	return 0;
+}
+
+static int
+count_records(struct store *st, const char *scope, size_t *n)
+{
+	struct count_ctx c = { scope, 0 };
+	int rc = store_each(st, count_one, &c);
+
+	*n = c.n;
+	return rc;
+}
+
 #define T0 1700000000000ULL
 #define LEASE 30000ULL
 #define TTL 86400000ULL
@@ -199,7 +230,7 @@ test_claim_fresh(void)
 	CU_ASSERT(memcmp(r.token, t, REC_TOKEN_SIZE) == 0);
 	CU_ASSERT(r.expires_ms == T0 + TTL);
 	rec_free(&r);
-	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(count_records(st, NULL, &n), IDEM_OK);
 	HARNESS_EQ(n, 1);
 }
 
@@ -287,7 +318,7 @@ test_release_then_claim(void)
 	tok(t, 1);
 	HARNESS_EQ(store_release(st, "acct", "k", t, NULL, NULL), IDEM_OK);
 	HARNESS_EQ(store_lookup(st, "acct", "k", &r), IDEM_ENOTFOUND);
-	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(count_records(st, NULL, &n), IDEM_OK);
 	HARNESS_EQ(n, 0);
 	HARNESS_EQ(store_release(st, "acct", "k", t, NULL, NULL), IDEM_ELOST);
 
@@ -498,7 +529,7 @@ test_expired_completed_claims_fresh(void)
 	 */
 	HARNESS_EQ(store_purge(st, T0 + TTL + LEASE + 1, 100, &n), IDEM_OK);
 	HARNESS_EQ(n, 0);
-	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(count_records(st, NULL, &n), IDEM_OK);
 	HARNESS_EQ(n, 1);
 }
 
@@ -530,7 +561,7 @@ test_purge_batches(void)
 	} while (n > 0 && calls < 10);
 	HARNESS_EQ(total, 7);
 	HARNESS_EQ(calls, 4);
-	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(count_records(st, NULL, &n), IDEM_OK);
 	HARNESS_EQ(n, 3);
 	for (i = 0; i < 10; i++) {
 		struct rec r;
@@ -562,7 +593,7 @@ test_purge_keeps_live_lease(void)
 	    T0 + TTL - 1, LEASE), IDEM_OK);
 	HARNESS_EQ(store_purge(st, T0 + TTL, 100, &n), IDEM_OK);
 	HARNESS_EQ(n, 1);
-	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(count_records(st, NULL, &n), IDEM_OK);
 	HARNESS_EQ(n, 1);
 	/*
 	 * It completes normally; the answer stays a TTL from its completion,
@@ -573,7 +604,7 @@ test_purge_keeps_live_lease(void)
 	HARNESS_EQ(n, 0);
 	HARNESS_EQ(store_purge(st, T0 + 2 * TTL + 1, 100, &n), IDEM_OK);
 	HARNESS_EQ(n, 1);
-	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(count_records(st, NULL, &n), IDEM_OK);
 	HARNESS_EQ(n, 0);
 }
 
@@ -597,7 +628,7 @@ test_purge_keeps_checkpointed_claim(void)
 	    T0 + 1, LEASE), IDEM_OK);
 	HARNESS_EQ(store_purge(st, T0 + TTL + LEASE + 10, 100, &n), IDEM_OK);
 	HARNESS_EQ(n, 1);
-	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(count_records(st, NULL, &n), IDEM_OK);
 	HARNESS_EQ(n, 1);
 	/* The retry after the TTL takes it over, recovery point intact. */
 	HARNESS_EQ(claim(st, "acct", "charged", fp_a, 3, T0 + TTL + LEASE + 20,
@@ -624,14 +655,14 @@ test_purge_many(void)
 		total += n;
 	} while (n > 0);
 	HARNESS_EQ(total, 600 / 7 * 4 + 4);
-	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(count_records(st, NULL, &n), IDEM_OK);
 	HARNESS_EQ(n, 600 - total);
 	do {
 		HARNESS_EQ(store_purge(st, UINT64_MAX, 128, &n), IDEM_OK);
 		total += n;
 	} while (n > 0);
 	HARNESS_EQ(total, 600);
-	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(count_records(st, NULL, &n), IDEM_OK);
 	HARNESS_EQ(n, 0);
 }
 
@@ -850,7 +881,7 @@ test_each_and_count(void)
 	HARNESS_EQ(e.in_progress, 2);
 	HARNESS_EQ(e.completed, 1);
 	HARNESS_EQ(e.saw_bob, 1);
-	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(count_records(st, NULL, &n), IDEM_OK);
 	HARNESS_EQ(n, 3);
 	HARNESS_EQ(store_count(st, "payments", &n), IDEM_OK);
 	HARNESS_EQ(n, 0);
@@ -985,7 +1016,7 @@ test_purge_not_blocked_by_pending(void)
 		total += n;
 	} while (n > 0);
 	HARNESS_EQ(total, 5);
-	HARNESS_EQ(store_count_keys(st, &n), IDEM_OK);
+	HARNESS_EQ(count_records(st, NULL, &n), IDEM_OK);
 	HARNESS_EQ(n, 1070);
 	HARNESS_EQ(store_each_pending(st, count_pending, &pending), IDEM_OK);
 	HARNESS_EQ(pending, 1070);
@@ -1022,7 +1053,7 @@ test_scope_limit(void)
 	uint8_t t[REC_TOKEN_SIZE];
 	char d[512], key[32];
 	struct store *s;
-	uint64_t n;
+	size_t n;
 	int i;
 
 	s = open_limited(d, sizeof(d), 3);
@@ -1033,7 +1064,7 @@ test_scope_limit(void)
 		    ENGINE_CLAIM);
 		HARNESS_EQ(complete(s, "greedy", key, 1, T0 + i), IDEM_OK);
 	}
-	HARNESS_EQ(store_count_scope(s, "greedy", &n), IDEM_OK);
+	HARNESS_EQ(count_records(s, "greedy", &n), IDEM_OK);
 	HARNESS_EQ(n, 3);
 	tok(t, 1);
 	HARNESS_EQ(store_claim(s, "greedy", "k3", fp_a, t, T0 + 1000, LEASE,
@@ -1061,7 +1092,7 @@ test_scope_limit(void)
 	 */
 	HARNESS_EQ(claim(s, "greedy", "k3", fp_a, 1, T0 + TTL + 5, NULL),
 	    ENGINE_CLAIM);
-	HARNESS_EQ(store_count_scope(s, "greedy", &n), IDEM_OK);
+	HARNESS_EQ(count_records(s, "greedy", &n), IDEM_OK);
 	HARNESS_EQ(n, 1);
 	store_close(s);
 	harness_rmdir(d);
@@ -1138,7 +1169,7 @@ test_map_full(void)
 	CU_ASSERT(ok > 10);
 	/* What failed is not there; what succeeded is intact. */
 	HARNESS_EQ(store_lookup(s, "scope", key, &r), IDEM_ENOTFOUND);
-	HARNESS_EQ(store_count_keys(s, &n), IDEM_OK);
+	HARNESS_EQ(count_records(s, NULL, &n), IDEM_OK);
 	HARNESS_EQ(n, ok);
 	HARNESS_EQ(store_lookup(s, "scope", first, &r), IDEM_OK);
 	HARNESS_EQ(r.state, REC_IN_PROGRESS);
