@@ -113,7 +113,13 @@ refund_hold_place(void *ctx, struct idem_tx *tx)
 		return rc;
 	memcpy(h.payment, f->payment, PAY_ID_LEN + 1);
 	h.left = refund_left(&t);
+#ifdef IDEM_PLANT_REFUND_UNCHECKED	/* planted for tests/sim, never defined */
+	h.amount = f->ask.minor > 0 ? f->ask.minor : h.left;
+	t.reserved += h.amount;
+	if (h.amount <= 0)
+#else
 	if (refund_reserve(&t, &f->ask, &h.amount) != 0)
+#endif
 		h.amount = 0;
 	else if ((rc = refund_totals_write(tx, f->payment, &t)) != IDEM_OK)
 		return rc;

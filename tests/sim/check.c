@@ -15,19 +15,22 @@
 #include "check.h"
 #include "err.h"
 #include "payment.h"
+#include "refund.h"
 #include "sim.h"
 
 #define CHECK_MAX 1024
 #define ID_LEN 28          /* "pay_" or "ch_" and 24 hex digits, at most */
 #define NEVER UINT64_MAX
 
-/* A charge the provider made afresh. */
+/* A charge or a refund the provider made afresh. */
 struct charge {
 	char scope[16], key[48], id[64];
+	int refund;                /* a refund of payment */
+	char payment[64];
 	int64_t amount;
 	uint64_t at_ms, created_ms;
 	uint64_t recorded_ms;      /* the completion that holds it, or NEVER */
-	int rows;                  /* payment rows that name it */
+	int rows;                  /* payment (refund) rows that name it */
 };
 
 /* The answer stored last for (scope, key). */
@@ -41,6 +44,7 @@ struct owner {
 	char id[64];
 	char scope[16];
 	char *body;                /* a payment's representation, or NULL */
+	int64_t amount;            /* a payment's, in minor units, or -1 */
 };
 
 static struct {
@@ -180,21 +184,20 @@ owner_add(const char *id, const char *scope)
 	o = &C.owners[C.nowners++];
 	snprintf(o->id, sizeof(o->id), "%s", id);
 	snprintf(o->scope, sizeof(o->scope), "%s", scope);
+	o->amount = -1;
 	return o;
 }
 
+/*
+ * A new entry for an answer of (scope, key): one per key lifetime, never
+ * overwritten, since a replay read in one lifetime may be delivered after
+ * the key expired and a later lifetime stored another answer.
+ */
 static struct stored *
-stored_find(const char *scope, const char *key, int create)
+stored_add(const char *scope, const char *key)
 {
-	size_t i;
 	struct stored *s;
 
-	for (i = 0; i < C.nstored; i++)
-		if (strcmp(C.stored[i].scope, scope) == 0 &&
-		    strcmp(C.stored[i].key, key) == 0)
-			return &C.stored[i];
-	if (!create)
-		return NULL;
 	if (C.nstored == CHECK_MAX)
 		abort();
 	s = &C.stored[C.nstored++];
@@ -203,8 +206,34 @@ stored_find(const char *scope, const char *key, int create)
 	return s;
 }
 
-void
-check_on_charge(const struct sim_req *rq, const char *charge_id,
+/*
+ * The answer of (scope, key) that resp is, byte for byte, or else the
+ * newest one stored (NULL: none ever was).
+ */
+static struct stored *
+stored_match(const char *scope, const char *key, const struct sim_resp *resp,
+    int *same)
+{
+	struct stored *newest = NULL;
+	size_t i;
+
+	*same = 0;
+	for (i = 0; i < C.nstored; i++) {
+		if (strcmp(C.stored[i].scope, scope) != 0 ||
+		    strcmp(C.stored[i].key, key) != 0)
+			continue;
+		newest = &C.stored[i];
+		if (sim_resp_same(&newest->resp, resp)) {
+			*same = 1;
+			return newest;
+		}
+	}
+	return newest;
+}
+
+/* Records a new charge or refund, after invariant 1 for its key. */
+static struct charge *
+ledger_note(const struct sim_req *rq, const char *charge_id,
     int64_t amount, uint64_t claim_created_ms)
 {
 	struct charge *c;
@@ -245,6 +274,59 @@ check_on_charge(const struct sim_req *rq, const char *charge_id,
 	c->created_ms = claim_created_ms;
 	c->recorded_ms = NEVER;
 	owner_add(charge_id, rq->scope);
+	return c;
+}
+
+void
+check_on_charge(const struct sim_req *rq, const char *charge_id,
+    int64_t amount, uint64_t claim_created_ms)
+{
+	(void)ledger_note(rq, charge_id, amount, claim_created_ms);
+}
+
+/* What the provider refunded of payment, made afresh (ground truth). */
+static int64_t
+refunds_made(const char *payment, int recorded_only)
+{
+	int64_t sum = 0;
+	size_t i;
+
+	for (i = 0; i < C.ncharges; i++)
+		if (C.charges[i].refund &&
+		    strcmp(C.charges[i].payment, payment) == 0 &&
+		    (!recorded_only || C.charges[i].rows > 0))
+			sum += C.charges[i].amount;
+	return sum;
+}
+
+void
+check_on_refund(const struct sim_req *rq, const char *refund_id,
+    const char *payment, int64_t amount, uint64_t claim_created_ms)
+{
+	struct charge *c;
+	struct owner *o;
+	int64_t sum;
+
+	c = ledger_note(rq, refund_id, amount, claim_created_ms);
+	c->refund = 1;
+	snprintf(c->payment, sizeof(c->payment), "%s", payment);
+	/* Invariant 8: the provider never refunds more than was paid. */
+	o = owner_find(payment);
+	if (o == NULL || o->amount < 0) {
+		violation("refund %s (%s key %s, r%d) of %s, a payment never "
+		    "recorded", refund_id, rq->scope, rq->key, rq->id,
+		    payment);
+		return;
+	}
+	if (strcmp(o->scope, rq->scope) != 0)
+		violation("isolation: %s key %s refunded %s of %s", rq->scope,
+		    rq->key, payment, o->scope);
+	sum = refunds_made(payment, 0);
+	if (sum > o->amount)
+		violation("over-refund: the provider refunded %" PRId64 " of "
+		    "payment %s of %" PRId64 " (last: %s, %" PRId64 ", %s key "
+		    "%s, r%d)", sum, payment, o->amount, refund_id, amount,
+		    rq->scope, rq->key, rq->id);
 }
 
 static struct charge *
@@ -335,10 +417,94 @@ check_payment_row(const char *scope, const char *key, const uint8_t *v,
 		c->recorded_ms = W.now;
 	}
 	o = owner_add(id, scope);
+	if (c != NULL)
+		o->amount = c->amount;
 	if (o->body != NULL)
 		violation("payment %s written twice", id);
 	free(o->body);
 	o->body = body;
+}
+
+static uint32_t
+be_u32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	    (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint64_t
+be_u64(const uint8_t *p)
+{
+	return (uint64_t)be_u32(p) << 32 | be_u32(p + 4);
+}
+
+/*
+ * A refund's 201, committed just now for (scope, key) in the lifetime
+ * created_ms: its refund row (version, u16 scope length, scope, payment
+ * id, u32 body length, body) must have committed with it, hold the same
+ * body, and name the refund the provider made in that lifetime.
+ */
+static void
+check_refund_row(const char *scope, const char *key, uint64_t created_ms,
+    const char *id, const struct sim_resp *resp)
+{
+	struct buf row = BUF_INIT;
+	char rowscope[64], payment[PAY_ID_LEN + 1];
+	const uint8_t *v;
+	struct charge *c = NULL;
+	size_t i, sl, bl;
+
+	if (truth_row(REFUND_TABLE_REFUNDS, id, strlen(id), &row) !=
+	    IDEM_OK) {
+		violation("%s key %s: refund 201 committed without its refund "
+		    "row %s", scope, key, id);
+		goto out;
+	}
+	v = (const uint8_t *)row.data;
+	sl = row.len >= 3 ? (size_t)v[1] << 8 | v[2] : 0;
+	if (row.len < 3 || v[0] != 1 || sl >= sizeof(rowscope) ||
+	    3 + sl + PAY_ID_LEN + 4 > row.len) {
+		violation("%s key %s: unreadable refund row %s", scope, key,
+		    id);
+		goto out;
+	}
+	memcpy(rowscope, v + 3, sl);
+	rowscope[sl] = '\0';
+	memcpy(payment, v + 3 + sl, PAY_ID_LEN);
+	payment[PAY_ID_LEN] = '\0';
+	bl = be_u32(v + 3 + sl + PAY_ID_LEN);
+	if (3 + sl + PAY_ID_LEN + 4 + bl != row.len ||
+	    strcmp(rowscope, scope) != 0 || bl != resp->bodylen ||
+	    memcmp(v + 3 + sl + PAY_ID_LEN + 4, resp->body, bl) != 0) {
+		violation("%s key %s: refund row %s is not the stored 201 (%s)",
+		    scope, key, id, resp->body);
+		goto out;
+	}
+	for (i = 0; i < C.ncharges; i++)
+		if (C.charges[i].refund &&
+		    strcmp(C.charges[i].scope, scope) == 0 &&
+		    strcmp(C.charges[i].key, key) == 0 &&
+		    C.charges[i].created_ms == created_ms)
+			c = &C.charges[i];
+	if (c == NULL) {
+		violation("%s key %s: refund %s of %s recorded, but the "
+		    "provider made no refund in this key's lifetime", scope,
+		    key, id, payment);
+		goto out;
+	}
+	if (strcmp(c->payment, payment) != 0)
+		violation("%s key %s: refund %s records payment %s, the "
+		    "provider refunded %s", scope, key, id, payment,
+		    c->payment);
+	if (++c->rows > 1)
+		violation("provider refund %s of %s key %s recorded in %d "
+		    "refunds", c->id, scope, key, c->rows);
+	c->recorded_ms = W.now;
+	if (owner_find(id) != NULL)
+		violation("refund %s written twice", id);
+	owner_add(id, scope);
+out:
+	buf_free(&row);
 }
 
 void
@@ -347,6 +513,7 @@ check_on_complete(const char *scope, const char *key, struct sim_req *rq)
 	struct stored *s;
 	struct buf row = BUF_INIT;
 	struct rec r;
+	uint64_t created;
 	char id[64];
 	int rc;
 
@@ -356,9 +523,9 @@ check_on_complete(const char *scope, const char *key, struct sim_req *rq)
 		    "stored", scope, key);
 		return;
 	}
-	s = stored_find(scope, key, 1);
-	sim_resp_free(&s->resp);
+	s = stored_add(scope, key);
 	sim_resp_from_rec(&r.resp, &s->resp);
+	created = r.created_ms;
 	rec_free(&r);
 	if (rq != NULL) {
 		rq->committed = 1;
@@ -370,6 +537,10 @@ check_on_complete(const char *scope, const char *key, struct sim_req *rq)
 		return;
 	if (json_field(s->resp.body, "id", id, sizeof(id)) != 0) {
 		violation("%s key %s: a 201 without a payment id", scope, key);
+		return;
+	}
+	if (strncmp(id, "re_", 3) == 0) {
+		check_refund_row(scope, key, created, id, &s->resp);
 		return;
 	}
 	rc = truth_row(PAY_TABLE_PAYMENTS, id, strlen(id), &row);
@@ -394,13 +565,13 @@ check_on_purge(const char *scope, const char *key, const struct rec *r)
 static void
 check_isolation(const struct sim_req *rq, const struct sim_resp *r)
 {
-	static const char *const prefixes[] = { "pay_", "ch_" };
+	static const char *const prefixes[] = { "pay_", "ch_", "re_" };
 	const char *p;
 	char id[ID_LEN + 1];
 	struct owner *o;
 	size_t i, n;
 
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
 		for (p = r->body; (p = strstr(p, prefixes[i])) != NULL;
 		    p += n) {
 			n = strlen(prefixes[i]);
@@ -423,21 +594,67 @@ stored_status(int status)
 	return status == 201 || status == 402 || status == 400;
 }
 
+/*
+ * Whether a GET of a payment answered what was recorded: its stored
+ * representation, or the same object with "amount_refunded" as its last
+ * member once a refund completed.
+ */
+static int
+payment_view_same(const char *recorded, const char *got)
+{
+	size_t n = strlen(recorded);
+	const char *tail = ",\"amount_refunded\":";
+
+	if (strcmp(recorded, got) == 0)
+		return 1;
+	return n > 0 && strncmp(recorded, got, n - 1) == 0 &&
+	    strncmp(got + n - 1, tail, strlen(tail)) == 0 &&
+	    got[strlen(got) - 1] == '}';
+}
+
+/* The payment a refund's path names, if it is one (out, "" if not). */
+static void
+refund_path_payment(const struct sim_req *rq, char *out, size_t len)
+{
+	const char *p = rq->path + 10, *e;
+
+	out[0] = '\0';
+	if (strncmp(rq->path, "/payments/", 10) != 0 ||
+	    (e = strchr(p, '/')) == NULL || strcmp(e, "/refunds") != 0 ||
+	    (size_t)(e - p) >= len)
+		return;
+	memcpy(out, p, (size_t)(e - p));
+	out[e - p] = '\0';
+}
+
 void
 check_on_answer(struct sim_req *rq, const struct sim_resp *r)
 {
 	struct stored *s;
 	struct owner *o;
-	int post = strcmp(rq->method, "POST") == 0;
+	char payment[64];
+	int post = strcmp(rq->method, "POST") == 0, same;
 
 	check_isolation(rq, r);
+	refund_path_payment(rq, payment, sizeof(payment));
+	if (post && payment[0] != '\0' && (o = owner_find(payment)) != NULL &&
+	    strcmp(o->scope, rq->scope) != 0 && r->status != 404 &&
+	    r->status < 500)
+		/* Another account's payment is indistinguishable from none. */
+		violation("isolation: r%d %s refunding %s of %s answered %d",
+		    rq->id, rq->scope, payment, o->scope, r->status);
 	if (post && r->replayed) {
 		/* Invariant 3: a replay is the stored answer, byte for byte. */
-		s = stored_find(rq->scope, rq->key, 0);
+		/*
+		 * The answer of the lifetime it was read in: one read just
+		 * before the key expired may be delivered after a later
+		 * lifetime stored another.
+		 */
+		s = stored_match(rq->scope, rq->key, r, &same);
 		if (s == NULL)
 			violation("r%d: replay of %s key %s, which never "
 			    "completed", rq->id, rq->scope, rq->key);
-		else if (!sim_resp_same(&s->resp, r))
+		else if (!same)
 			violation("r%d: replay of %s key %s differs from the "
 			    "stored answer (%d %s / %d %s)", rq->id, rq->scope,
 			    rq->key, r->status, r->body, s->resp.status,
@@ -457,10 +674,44 @@ check_on_answer(struct sim_req *rq, const struct sim_resp *r)
 		if (o == NULL || o->body == NULL)
 			violation("r%d: GET %s found a payment never recorded",
 			    rq->id, rq->path);
-		else if (strcmp(o->body, r->body) != 0)
+		else if (!payment_view_same(o->body, r->body))
 			violation("r%d: GET %s differs from the payment as "
 			    "recorded", rq->id, rq->path);
 	}
+}
+
+/*
+ * Invariant 8 on the store: a payment's committed refund_totals (u8
+ * version, be64 amount, refunded, reserved) keep refunded + reserved
+ * within its amount, and refunded is what the recorded refunds add up to.
+ */
+static void
+check_totals(const struct owner *o)
+{
+	struct buf row = BUF_INIT;
+	const uint8_t *v;
+	int64_t amount, refunded, reserved, recorded;
+
+	if (o->amount < 0 || truth_row(REFUND_TABLE_TOTALS, o->id,
+	    strlen(o->id), &row) != IDEM_OK)
+		goto out;
+	v = (const uint8_t *)row.data;
+	if (row.len != 25 || v[0] != 1) {
+		violation("refund totals of %s unreadable", o->id);
+		goto out;
+	}
+	amount = (int64_t)be_u64(v + 1);
+	refunded = (int64_t)be_u64(v + 9);
+	reserved = (int64_t)be_u64(v + 17);
+	recorded = refunds_made(o->id, 1);
+	if (amount != o->amount || refunded < 0 || reserved < 0 ||
+	    refunded + reserved > amount || refunded != recorded)
+		violation("refund totals of %s (amount %" PRId64 "): refunded "
+		    "%" PRId64 " + reserved %" PRId64 " stored; paid %" PRId64
+		    ", refunds recorded %" PRId64, o->id, amount, refunded,
+		    reserved, o->amount, recorded);
+out:
+	buf_free(&row);
 }
 
 void
@@ -471,6 +722,8 @@ check_step(void)
 	size_t i;
 	int rc;
 
+	for (i = 0; i < C.nowners && !W.failed; i++)
+		check_totals(&C.owners[i]);
 	/*
 	 * Invariant 5: every charge ends in exactly one payment, or is held
 	 * by a claim that can still resume it (in progress, past stage 0,

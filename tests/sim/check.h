@@ -33,6 +33,13 @@ void check_on_charge(const struct sim_req *rq, const char *charge_id,
     int64_t amount, uint64_t claim_created_ms);
 
 /*
+ * A refund the provider made afresh of payment (the id in rq's path), for
+ * rq, as check_on_charge.
+ */
+void check_on_refund(const struct sim_req *rq, const char *refund_id,
+    const char *payment, int64_t amount, uint64_t claim_created_ms);
+
+/*
  * A completion of (scope, key) the store committed just now, by rq (NULL
  * if no request): the checker reads what it stored, and its payment row.
  */

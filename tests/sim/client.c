@@ -9,8 +9,13 @@
  * at once (a double click, a gateway's retry), sometimes giving up,
  * sometimes coming back only after the TTL, sometimes reusing a key with
  * another body, at once or after the key expired, and sometimes asking
- * for its payments, or for another account's.  Clients assert nothing
- * themselves: every answer passes through the checker on its way.
+ * for its payments, or for another account's.  Clients refund payments
+ * they (or another client of their account) got a 201 for: part of it or
+ * all that is left ({}), several at once under different keys so that
+ * they race for what is left, retried like payments, a refund key reused
+ * with another amount, and another account's payment, which must be a
+ * 404.  Clients assert nothing themselves: every answer passes through
+ * the checker on its way.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -50,9 +55,14 @@ static const struct order orders[] = {
 	{ "12.345", "BRL" }, { "-5", "USD" }, { "1.5", "JPY" },
 };
 
+/* Writes one serialisation of what a request asks for into out. */
+typedef void body_fn(const void *what, char *out, size_t len);
+
 static void
-order_body(const struct order *o, char *out, size_t len)
+order_body(const void *what, char *out, size_t len)
 {
+	const struct order *o = what;
+
 	switch (sim_below(3)) {
 	case 0:
 		snprintf(out, len, "{\"amount\":%s,\"currency\":\"%s\"}",
@@ -137,27 +147,29 @@ static int
 client_final(int status)
 {
 	return status == 201 || status == 402 || status == 400 ||
-	    status == 422;
+	    status == 422 || status == 404;
 }
 
 /*
- * One payment under key, retried until a final answer, or until the
- * client gives up.  Returns 1 with the final answer in cl->answer.
+ * One keyed POST of what (serialised anew by fn on every attempt) to
+ * path under key, retried until a final answer, or until the client
+ * gives up.  Returns 1 with the final answer in cl->answer.
  */
 static int
-client_pay(struct sim_client *cl, const char *key, const struct order *o)
+client_keyed(struct sim_client *cl, const char *path, const char *key,
+    body_fn *fn, const void *what)
 {
 	struct sim_req *rq, *dup;
 	uint64_t wait;
 	int attempt;
 
 	for (attempt = 1;; attempt++) {
-		if ((rq = client_req(cl, "POST", "/payments", key)) == NULL)
+		if ((rq = client_req(cl, "POST", path, key)) == NULL)
 			return 0;
 		rq->attempt = attempt;
-		order_body(o, rq->body, sizeof(rq->body));
+		fn(what, rq->body, sizeof(rq->body));
 		if (sim_chance(W.pf.dup_ppm) &&
-		    (dup = client_req(cl, "POST", "/payments", key)) != NULL) {
+		    (dup = client_req(cl, "POST", path, key)) != NULL) {
 			memcpy(dup->body, rq->body, sizeof(dup->body));
 			dup->cl = NULL;
 			(void)sim_send(dup);
@@ -179,6 +191,94 @@ client_pay(struct sim_client *cl, const char *key, const struct order *o)
 			trace("client comes back to %s after the TTL", key);
 		}
 		sim_sleep(wait, "backoff");
+	}
+}
+
+static void client_get(struct sim_client *cl, const char *path);
+
+static int
+client_pay(struct sim_client *cl, const char *key, const struct order *o)
+{
+	return client_keyed(cl, "/payments", key, order_body, o);
+}
+
+/*
+ * Refund amounts, whole units so that most are valid in every currency:
+ * "" is {} (all that is left); "2.50" is a stored 400 on a JPY payment.
+ */
+static const char *const refund_amounts[] = {
+	"", "1", "2.50", "5", "100", ""
+};
+
+static void
+refund_body(const void *what, char *out, size_t len)
+{
+	const char *amount = what;
+
+	if (amount[0] == '\0')
+		snprintf(out, len, "%s", sim_below(2) ? "{}" : "{ }");
+	else if (sim_below(2))
+		snprintf(out, len, "{\"amount\":%s}", amount);
+	else
+		snprintf(out, len, "{ \"amount\" : %s }", amount);
+}
+
+static const char *
+refund_pick(void)
+{
+	return refund_amounts[sim_below(sizeof(refund_amounts) /
+	    sizeof(refund_amounts[0]))];
+}
+
+/* A refund sent and not waited for: one more racer for what is left. */
+static void
+client_refund_racer(struct sim_client *cl, const char *path, int n)
+{
+	struct sim_req *rq;
+	char key[48];
+
+	snprintf(key, sizeof(key), "x%d.%d.%04" PRIx64, cl->idx, n,
+	    sim_below(0x10000));
+	if ((rq = client_req(cl, "POST", path, key)) == NULL)
+		return;
+	rq->cl = NULL;
+	refund_body(refund_pick(), rq->body, sizeof(rq->body));
+	trace("client races a refund of %s under %s", path, key);
+	(void)sim_send(rq);
+}
+
+/*
+ * Refunds of the payment at location (/payments/{id}): one to three in
+ * turn, each retried under its own key, some raced by others at once,
+ * some followed by the same key with another amount (a 422, or a new
+ * refund once the key expired).
+ */
+static void
+client_refunds(struct sim_client *cl, const char *location, int op)
+{
+	char path[96], key[48];
+	const char *amount;
+	int i, j, n = 1 + (int)sim_below(3);
+
+	snprintf(path, sizeof(path), "%s/refunds", location);
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "r%d.%d.%d.%04" PRIx64, cl->idx, op,
+		    i, sim_below(0x10000));
+		if (sim_chance(W.pf.race_ppm))
+			for (j = 1 + (int)sim_below(3); j > 0; j--)
+				client_refund_racer(cl, path, op * 10 + i * 3 +
+				    j);
+		amount = refund_pick();
+		if (!client_keyed(cl, path, key, refund_body, amount))
+			continue;
+		if (sim_chance(W.pf.reuse_ppm)) {
+			trace("client reuses refund key %s, another amount",
+			    key);
+			(void)client_keyed(cl, path, key, refund_body,
+			    amount[0] == '\0' ? "1" : "");
+		}
+		if (cl->answer.status == 201 && sim_below(2))
+			client_get(cl, location);
 	}
 }
 
@@ -209,7 +309,7 @@ client_main(void *arg)
 	struct sim_client *cl = arg;
 	const struct order *o;
 	char key[48];
-	int op, i;
+	int op, i, j;
 
 	for (op = 0; op < W.pf.ops; op++) {
 		snprintf(key, sizeof(key), "k%d.%d.%04" PRIx64, cl->idx, op,
@@ -235,6 +335,18 @@ client_main(void *arg)
 		if (sim_chance(W.pf.probe_ppm) && nseen > 0) {
 			i = (int)sim_below((uint64_t)nseen);
 			client_get(cl, seen[i].path);
+		}
+		if (sim_chance(W.pf.refund_ppm) && nseen > 0) {
+			/* Its account's (racing its other clients) or not. */
+			i = (int)sim_below((uint64_t)nseen);
+			for (j = nseen - 1; j >= 0 && seen[i].account !=
+			    cl->account && sim_below(4) != 0; j--)
+				if (seen[j].account == cl->account)
+					i = j;
+			if (seen[i].account != cl->account)
+				trace("client refunds another account's %s",
+				    seen[i].path);
+			client_refunds(cl, seen[i].path, op);
 		}
 		if (sim_chance(W.pf.probe_ppm))
 			client_get(cl, "/payments");

@@ -57,6 +57,8 @@ planted(void)
 	return "late-ttl";
 #elif defined(IDEM_PLANT_RANDOM_PROVIDER_KEY)
 	return "random-provider-key";
+#elif defined(IDEM_PLANT_REFUND_UNCHECKED)
+	return "refund-unchecked";
 #else
 	return NULL;
 #endif

@@ -70,6 +70,8 @@ struct profile {
 	uint32_t outage_ppm, decline_ppm, prov_lost_ppm, prov_slow_ppm;
 	uint32_t dup_ppm;          /* a request is sent twice at once */
 	uint32_t giveup_ppm, late_ppm, reuse_ppm, probe_ppm;
+	uint32_t refund_ppm;       /* a client refunds a payment it saw */
+	uint32_t race_ppm;         /* other refunds race a client's own */
 	uint64_t keys_per_account;  /* LMDB only: the per-scope bound */
 	int purge;
 };

@@ -458,7 +458,7 @@ static const char *const fault_names[] = {
 	"after_claim", "in_provider", "after_charge", "store_claim",
 	"store_claim_commit", "store_checkpoint", "store_complete",
 	"store_complete_commit", "after_complete", "mid_response",
-	"store_release", "store_abandon", "clock"
+	"store_release", "store_abandon", "clock", "after_refund"
 };
 
 /* Picks one of the values of a ppm table. */
@@ -501,6 +501,8 @@ profile_draw(struct profile *p)
 	p->probe_ppm = PICK(0, 200000);
 	p->keys_per_account = PICK(0, 0, 4, 16);
 	p->purge = (int)sim_below(2);
+	p->refund_ppm = PICK(0, 300000, 700000, 1000000);
+	p->race_ppm = PICK(0, 200000, 500000);
 }
 
 static void
@@ -560,15 +562,15 @@ sim_run(uint64_t seed, enum sim_backend backend, int verbose,
 	trace("seed %" PRIu64 " on the %s store: %d workers, %d accounts x "
 	    "%d clients x %d ops; crash %u ppm, crash at %s %u ppm, lost %u, jump %u, store "
 	    "fail %u, outage %u, decline %u, provider lost %u, slow %u, dup "
-	    "%u, give up %u, late %u, reuse %u, probe %u, purge %d, keys per "
-	    "account %" PRIu64, seed, backend_name(),
+	    "%u, give up %u, late %u, reuse %u, probe %u, refund %u, race %u, "
+	    "purge %d, keys per account %" PRIu64, seed, backend_name(),
 	    W.pf.workers, W.pf.accounts, W.pf.clients, W.pf.ops,
 	    W.pf.crash_ppm, W.pf.fault_target, W.pf.fault_crash_ppm,
 	    W.pf.lost_ppm, W.pf.jump_ppm, W.pf.store_fail_ppm,
 	    W.pf.outage_ppm, W.pf.decline_ppm, W.pf.prov_lost_ppm,
 	    W.pf.prov_slow_ppm, W.pf.dup_ppm, W.pf.giveup_ppm, W.pf.late_ppm,
-	    W.pf.reuse_ppm, W.pf.probe_ppm, W.pf.purge,
-	    W.pf.keys_per_account);
+	    W.pf.reuse_ppm, W.pf.probe_ppm, W.pf.refund_ppm, W.pf.race_ppm,
+	    W.pf.purge, W.pf.keys_per_account);
 	glue_world_begin();
 	for (w = 0; w < W.pf.workers; w++)
 		worker_start(w);
