@@ -96,7 +96,7 @@ w_claim(struct store *s, const char *scope, const char *key,
 		return rc;
 	}
 	trace("claim %s/%s: %s (attempt %u, stage %u)", scope, key,
-	    engine_strdecision(out->decision), out->rec.attempts,
+	    trace_decision((int)out->decision), out->rec.attempts,
 	    out->rec.stage);
 	if (out->decision == ENGINE_CLAIM || out->decision == ENGINE_TAKEOVER)
 		sim_point("store_claim_commit");
@@ -222,21 +222,9 @@ w_each_pending(struct store *s, store_each_fn fn, void *ctx)
 }
 
 static int
-w_count_scope(struct store *s, const char *scope, uint64_t *n)
-{
-	return done(store_lmdb_ops.count_scope(inner(s), scope, n));
-}
-
-static int
 w_count(struct store *s, const char *table, size_t *n)
 {
 	return done(store_lmdb_ops.count(inner(s), table, n));
-}
-
-static int
-w_count_keys(struct store *s, size_t *n)
-{
-	return done(store_lmdb_ops.count_keys(inner(s), n));
 }
 
 /* Hooks get the LMDB backend's own transaction: these are not reached. */
@@ -277,9 +265,7 @@ const struct store_ops lmdbwrap_ops = {
 	.scan = w_scan,
 	.each = w_each,
 	.each_pending = w_each_pending,
-	.count_scope = w_count_scope,
 	.count = w_count,
-	.count_keys = w_count_keys,
 	.tx_get = w_tx_get,
 	.tx_put = w_tx_put,
 	.tx_del = w_tx_del,

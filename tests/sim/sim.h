@@ -134,6 +134,9 @@ int sim_store_fails(const char *name);
 struct sim_req *sim_current_req(void);
 
 /* Trace ring (trace.c). */
+/* The engine's decision as the trace names it (claim, take-over, ...). */
+const char *trace_decision(int decision);
+
 void trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void trace_reset(void);
 void trace_print(FILE *out, size_t last);

@@ -466,7 +466,7 @@ sim_claim(struct store *s, const char *scope, const char *key,
 		return rc;
 	}
 	trace("claim %s/%s: %s (attempt %u, stage %u)", scope, key,
-	    engine_strdecision(out->decision), out->rec.attempts,
+	    trace_decision((int)out->decision), out->rec.attempts,
 	    out->rec.stage);
 	if (wrote)
 		sim_point("store_claim_commit");
@@ -831,20 +831,6 @@ sim_each_pending(struct store *s, store_each_fn fn, void *ctx)
 	return each(1, fn, ctx);
 }
 
-static int
-sim_count_scope(struct store *s, const char *scope, uint64_t *n)
-{
-	size_t i, sl = strlen(scope) + 1;
-
-	(void)s;
-	*n = 0;
-	for (i = 0; i < nmap; i++)
-		if (map[i].t == T_RECORDS && map[i].kl > sl &&
-		    memcmp(map[i].k, scope, sl) == 0)
-			(*n)++;
-	return IDEM_OK;
-}
-
 static size_t
 count_table(unsigned t)
 {
@@ -864,14 +850,6 @@ sim_count(struct store *s, const char *table, size_t *n)
 	if (table_id(table, &t) != IDEM_OK)
 		return IDEM_EINVAL;
 	*n = count_table(t);
-	return IDEM_OK;
-}
-
-static int
-sim_count_keys(struct store *s, size_t *n)
-{
-	(void)s;
-	*n = count_table(T_RECORDS);
 	return IDEM_OK;
 }
 
@@ -934,9 +912,7 @@ const struct store_ops sim_store_ops = {
 	.scan = sim_scan,
 	.each = sim_each,
 	.each_pending = sim_each_pending,
-	.count_scope = sim_count_scope,
 	.count = sim_count,
-	.count_keys = sim_count_keys,
 	.tx_get = sim_tx_get,
 	.tx_put = sim_tx_put,
 	.tx_del = sim_tx_del,

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "engine.h"
 #include "sim.h"
 
 #define TRACE_LINES 4096
@@ -73,4 +74,18 @@ trace_print(FILE *out, size_t last)
 	for (i = 0; i < n; i++)
 		fprintf(out, "  %s\n", ring[(head + TRACE_LINES - n + i) %
 		    TRACE_LINES]);
+}
+
+const char *
+trace_decision(int decision)
+{
+	static const char *const names[ENGINE__MAX] = {
+		[ENGINE_CLAIM] = "claim",
+		[ENGINE_TAKEOVER] = "take-over",
+		[ENGINE_REPLAY] = "replay",
+		[ENGINE_CONFLICT] = "conflict",
+		[ENGINE_MISMATCH] = "mismatch",
+	};
+
+	return decision >= 0 && decision < ENGINE__MAX ? names[decision] : "?";
 }
