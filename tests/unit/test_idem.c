@@ -24,13 +24,11 @@ static const char *const tables[] = { "rows", "counter", NULL };
 
 static uint64_t stall_ms;  /* the clock moves this much after each reading */
 
+/* Atomic: the threads of the concurrency test read it at once. */
 static uint64_t
 test_clock(void *ctx)
 {
-	uint64_t *now = ctx, t = *now;
-
-	*now += stall_ms;
-	return t;
+	return __atomic_fetch_add((uint64_t *)ctx, stall_ms, __ATOMIC_SEQ_CST);
 }
 
 static struct idem *
