@@ -1,0 +1,174 @@
+"""A throwaway PostgreSQL server for the tests.
+
+initdb in a temporary directory, the server on its own unix socket
+directory and a free port, no TCP listener and no system service.  initdb
+refuses to run as root, so as root the cluster belongs to the
+"postgres" system user (runuser -u postgres).
+
+As a module: Postgres().start(), .createdb(name), .uri(name), .stop().
+As a program:
+
+  python3 tests/lib/pg.py run [--suite NAME] -- CMD [ARGS...]...
+
+starts a server, creates a database, and runs each CMD (commands are
+separated by "--") with IDEM_TEST_PG set to its URI; with --suite, the
+"NAME: N passed, N failed" lines the commands print are summed into one.
+"""
+
+import glob
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def _bindir():
+    dirs = sorted(glob.glob("/usr/lib/postgresql/*/bin"),
+                  key=lambda d: int(d.split("/")[-2].split(".")[0]))
+    for d in reversed(dirs):
+        if os.path.exists(os.path.join(d, "initdb")):
+            return d
+    raise RuntimeError("no PostgreSQL server: /usr/lib/postgresql/*/bin")
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def available():
+    try:
+        _bindir()
+        return True
+    except RuntimeError:
+        return False
+
+
+class Postgres:
+    def __init__(self):
+        self.bin = _bindir()
+        self.tmp = tempfile.mkdtemp(prefix="idem-pg-")
+        os.chmod(self.tmp, 0o755)
+        self.data = os.path.join(self.tmp, "data")
+        self.sock = os.path.join(self.tmp, "sock")
+        os.mkdir(self.sock)
+        self.port = _free_port()
+        self.root = os.geteuid() == 0
+        self.user = "postgres"
+        if self.root:
+            shutil.chown(self.sock, user="postgres")
+        self.proc = None
+
+    def _cmd(self, args):
+        if self.root:
+            return ["runuser", "-u", "postgres", "--"] + args
+        return args
+
+    def start(self):
+        if self.root:
+            os.mkdir(self.data, 0o700)
+            shutil.chown(self.data, user="postgres")
+        subprocess.run(self._cmd([
+            os.path.join(self.bin, "initdb"), "-D", self.data,
+            "-U", self.user, "--auth=trust", "--no-sync", "-E", "UTF8",
+            "--locale=C"]), check=True, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE)
+        log = open(os.path.join(self.tmp, "server.log"), "w")
+        self.proc = subprocess.Popen(self._cmd([
+            os.path.join(self.bin, "postgres"), "-D", self.data,
+            "-k", self.sock, "-p", str(self.port),
+            "-c", "listen_addresses=", "-c", "max_connections=200",
+            "-c", "synchronous_commit=on"]),
+            stdout=log, stderr=subprocess.STDOUT)
+        # pg_isready polls the server's own readiness answer.
+        for _ in range(600):
+            if self.proc.poll() is not None:
+                raise RuntimeError("postgres exited: see %s" %
+                                   os.path.join(self.tmp, "server.log"))
+            r = subprocess.run([os.path.join(self.bin, "pg_isready"),
+                                "-q", "-h", self.sock, "-p",
+                                str(self.port)])
+            if r.returncode == 0:
+                return self
+            time.sleep(0.1)
+        raise RuntimeError("postgres did not start")
+
+    def uri(self, db="postgres"):
+        return "postgresql:///%s?host=%s&port=%d&user=%s" % (
+            db, self.sock, self.port, self.user)
+
+    def psql(self, sql, db="postgres"):
+        subprocess.run([os.path.join(self.bin, "psql"), "-q", "-X",
+                        "-v", "ON_ERROR_STOP=1", "-d", self.uri(db),
+                        "-c", sql], check=True, stdout=subprocess.DEVNULL)
+
+    def createdb(self, name):
+        self.psql('CREATE DATABASE "%s"' % name)
+        return self.uri(name)
+
+    def dropdb(self, name):
+        self.psql('DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % name)
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()   # smart shutdown would wait: SIGTERM
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _run(argv):
+    suite = None
+    if argv[:1] == ["--suite"]:
+        suite, argv = argv[1], argv[2:]
+    cmds, cur = [], None
+    for a in argv:
+        if a == "--":
+            cur = []
+            cmds.append(cur)
+        elif cur is not None:
+            cur.append(a)
+    cmds = [c for c in cmds if c]
+    if not available():
+        print("%s: no PostgreSQL server installed" % (suite or "pg"))
+        if suite:
+            print("%s: 0 passed, 1 failed" % suite)
+        return 1
+    pg = Postgres().start()
+    passed = failed = 0
+    rc = 0
+    try:
+        env = dict(os.environ, IDEM_TEST_PG=pg.createdb("idem_test"))
+        for c in cmds:
+            p = subprocess.run(c, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+            sys.stdout.write(p.stdout)
+            found = re.findall(r"^\S+: (\d+) passed, (\d+) failed$",
+                               p.stdout, re.M)
+            if p.returncode != 0 or not found:
+                rc = 1
+                if not found:
+                    failed += 1
+            for a, b in found[-1:]:
+                passed += int(a)
+                failed += int(b)
+    finally:
+        pg.stop()
+    if suite:
+        print("%s: %d passed, %d failed" % (suite, passed, failed))
+    return 1 if rc or failed else 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["run"]:
+        sys.stderr.write(__doc__)
+        sys.exit(2)
+    sys.exit(_run(sys.argv[2:]))
