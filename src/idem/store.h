@@ -327,6 +327,8 @@ int store_pg_uri(const char *where);
  */
 int store_pg_migrate(const char *conninfo, int *from, int *to, char *err,
     size_t errlen);
+/* Deletes every record and row of a migrated database: for tests. */
+int store_pg_wipe(const char *conninfo);
 
 /*
  * Whether name may be an application table: 1 to STORE_TABLE_NAME_MAX

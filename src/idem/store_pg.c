@@ -11,6 +11,18 @@
  * reset when next taken; the call that met the break, and any made while
  * the server is away, fail with IDEM_EIO and write nothing.
  *
+ * Writes run at READ COMMITTED with two-phase locking of what they
+ * touch, so that they behave as if they ran one at a time, as under
+ * LMDB's single writer: the record's row is locked (FOR UPDATE) before
+ * anything is decided, and each application row a hook reads or writes
+ * is locked by a transaction-scoped advisory lock on its (table, key)
+ * before it is read, whether it exists or not, until the commit.
+ * SERIALIZABLE would give the same guarantee, but its predicate locks
+ * on index pages abort most concurrent claims of neighbouring keys.  A
+ * transaction PostgreSQL aborts anyway (a deadlock between hooks that
+ * lock rows in different orders, a serialization failure) runs again,
+ * up to PG_RETRIES times, so hooks may run more than once (store.h).
+ *
  * Every session runs with synchronous_commit = on, whatever the server's
  * default: a commit is flushed to the write-ahead log before it returns,
  * so IDEM_OK means durable (doc/DESIGN.md, invariant 2).  Commits of
@@ -25,6 +37,7 @@
 #include <libpq-fe.h>
 
 #include "err.h"
+#include "fault.h"
 #include "store_pg.h"
 
 /*
@@ -124,6 +137,7 @@ pg_exec(struct pgconn *pc, const char *sql, struct pgargs *a,
 	PGresult *r;
 	const char *state;
 	ExecStatusType st;
+	int rc;
 
 	*res = NULL;
 	pc->retry = 0;
@@ -138,15 +152,15 @@ pg_exec(struct pgconn *pc, const char *sql, struct pgargs *a,
 		return IDEM_OK;
 	}
 	state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-	PQclear(r);
+	rc = IDEM_EIO;
 	if (state != NULL && (strcmp(state, "40001") == 0 ||
 	    strcmp(state, "40P01") == 0)) {
 		pc->retry = 1;
-		return PG_RETRY;
-	}
-	if (state != NULL && strcmp(state, "23505") == 0)
-		return IDEM_EEXIST;
-	return IDEM_EIO;
+		rc = PG_RETRY;
+	} else if (state != NULL && strcmp(state, "23505") == 0)
+		rc = IDEM_EEXIST;
+	PQclear(r);
+	return rc;
 }
 
 int
@@ -245,6 +259,8 @@ pg_write(struct pgstore *s, pg_tx_fn fn, void *arg)
 	for (attempt = 0; attempt < PG_RETRIES; attempt++) {
 		if ((rc = pg_run(pc, "BEGIN", NULL)) != IDEM_OK)
 			break;
+		/* As the LMDB backend's writer does when it gets the lock. */
+		fault_point("store_wait");
 		commit = 0;
 		rc = fn(s, pc, arg, &commit);
 		/* A hook may have hidden the failure's kind: look again. */
@@ -364,6 +380,21 @@ store_pg_migrate(const char *conninfo, int *from, int *to, char *err,
 	*to = PG_SCHEMA_VERSION;
 	rc = 0;
 out:
+	PQfinish(c);
+	return rc;
+}
+
+int
+store_pg_wipe(const char *conninfo)
+{
+	char err[256];
+	PGconn *c;
+	int rc;
+
+	if ((c = pg_connect(conninfo, 0)) == NULL)
+		return IDEM_EIO;
+	rc = pg_exec_plain(c, "TRUNCATE idem_keys, idem_rows", err,
+	    sizeof(err)) == 0 ? IDEM_OK : IDEM_EIO;
 	PQfinish(c);
 	return rc;
 }

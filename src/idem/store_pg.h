@@ -39,7 +39,7 @@
 /* Connections per process: the writers that run at once. */
 #define PG_POOL_MAX 16
 /* Serialization failures and deadlocks retried before IDEM_EIO. */
-#define PG_RETRIES 8
+#define PG_RETRIES 32
 /* The longest row key, as in LMDB's default build. */
 #define PG_ROW_KEY_MAX 511
 /* An internal result: roll back and run the transaction again. */

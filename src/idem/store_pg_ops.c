@@ -31,10 +31,24 @@ pg_add_ms(uint64_t now_ms, uint64_t span_ms)
 	return span_ms > UINT64_MAX - now_ms ? UINT64_MAX : now_ms + span_ms;
 }
 
+/*
+ * IDEM_EINVAL for a missing or empty scope or key, IDEM_ETOOBIG past
+ * the LMDB backend's bound (lstore_key_make), so that a key one store
+ * takes the other takes too.
+ */
 static int
-pg_names_ok(const char *scope, const char *key)
+pg_names_check(const char *scope, const char *key)
 {
-	return scope != NULL && key != NULL;
+	size_t slen, klen;
+
+	if (scope == NULL || key == NULL || *scope == '\0' || *key == '\0')
+		return IDEM_EINVAL;
+	slen = strlen(scope);
+	klen = strlen(key);
+	if (slen > PG_ROW_KEY_MAX || klen > PG_ROW_KEY_MAX ||
+	    8 + slen + 1 + klen > PG_ROW_KEY_MAX)
+		return IDEM_ETOOBIG;
+	return IDEM_OK;
 }
 
 /*
@@ -128,8 +142,8 @@ pg_lookup(struct store *base, const char *scope, const char *key,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (!pg_names_ok(scope, key))
-		return IDEM_EINVAL;
+	if ((rc = pg_names_check(scope, key)) != IDEM_OK)
+		return rc;
 	if ((rc = pg_acquire(s, &pc)) != IDEM_OK)
 		return rc;
 	rc = pg_rec_get(pc, scope, key, 0, out);
@@ -197,15 +211,34 @@ pg_purge_tx(struct pgconn *pc, uint64_t now_ms, size_t max, size_t *purged)
 	return IDEM_OK;
 }
 
-/* A 64-bit hash of the scope, to lock it (FNV-1a). */
+/*
+ * A 63-bit hash (FNV-1a) of what an advisory lock stands for: a tag
+ * ('s' a scope, 'r' an application row), then a name and bytes.  Two
+ * things that share a hash only wait for each other.
+ */
 static uint64_t
-pg_scope_hash(const char *scope)
+pg_lock_hash(char tag, const char *name, const void *p, size_t n)
 {
+	const uint8_t *b = p;
 	uint64_t h = 14695981039346656037ULL;
+	size_t i;
 
-	for (; *scope != '\0'; scope++)
-		h = (h ^ (uint8_t)*scope) * 1099511628211ULL;
+	h = (h ^ (uint8_t)tag) * 1099511628211ULL;
+	for (; *name != '\0'; name++)
+		h = (h ^ (uint8_t)*name) * 1099511628211ULL;
+	h = h * 1099511628211ULL;
+	for (i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ULL;
 	return h >> 1;
+}
+
+static int
+pg_lock(struct pgconn *pc, uint64_t h)
+{
+	struct pgargs a = { 0 };
+
+	pg_arg_u64(&a, h);
+	return pg_run(pc, "SELECT pg_advisory_xact_lock($1::bigint)", &a);
 }
 
 static int
@@ -237,15 +270,12 @@ static int
 pg_limit_check(struct pgstore *s, struct pgconn *pc, const char *scope,
     uint64_t now_ms, uint64_t ttl_ms, uint32_t *retry_after, int *changed)
 {
-	struct pgargs a = { 0 };
 	PGresult *res;
 	uint64_t n, wait = ttl_ms, at, secs;
 	size_t purged = 0;
 	int rc;
 
-	pg_arg_u64(&a, pg_scope_hash(scope));
-	if ((rc = pg_run(pc, "SELECT pg_advisory_xact_lock($1::bigint)",
-	    &a)) != IDEM_OK ||
+	if ((rc = pg_lock(pc, pg_lock_hash('s', scope, NULL, 0))) != IDEM_OK ||
 	    (rc = pg_scope_count(pc, scope, s->max_keys, &n)) != IDEM_OK)
 		return rc;
 	if (n < s->max_keys)
@@ -380,8 +410,10 @@ pg_claim(struct store *base, const char *scope, const char *key,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (lease_ms == 0 || ttl_ms == 0 || !pg_names_ok(scope, key))
+	if (lease_ms == 0 || ttl_ms == 0)
 		return IDEM_EINVAL;
+	if ((rc = pg_names_check(scope, key)) != IDEM_OK)
+		return rc;
 	if (first != NULL && (first->cplen > REC_MAX_CHECKPOINT ||
 	    (first->cplen > 0 && first->cp == NULL)))
 		return IDEM_EINVAL;
@@ -439,8 +471,12 @@ static int
 pg_own_write(struct store *base, const char *scope, const char *key,
     const uint8_t token[REC_TOKEN_SIZE], struct pg_own_job *a)
 {
-	if (token == NULL || !pg_names_ok(scope, key))
+	int rc;
+
+	if (token == NULL)
 		return IDEM_EINVAL;
+	if ((rc = pg_names_check(scope, key)) != IDEM_OK)
+		return rc;
 	a->scope = scope;
 	a->key = key;
 	a->token = token;
@@ -634,13 +670,20 @@ pg_row_key(const struct pgstore *s, const char *table, const void *key,
 	return keylen > PG_ROW_KEY_MAX ? IDEM_ETOOBIG : IDEM_OK;
 }
 
+/*
+ * Reads a row; lock: in a write, which first locks the row's name
+ * (existing or not) until it commits.
+ */
 static int
 pg_row_read(struct pgconn *pc, const char *table, const void *key,
-    size_t keylen, PGresult **res)
+    size_t keylen, int lock, PGresult **res)
 {
 	struct pgargs a = { 0 };
 	int rc;
 
+	if (lock && (rc = pg_lock(pc, pg_lock_hash('r', table, key,
+	    keylen))) != IDEM_OK)
+		return rc;
 	pg_arg_str(&a, table);
 	pg_arg_bytes(&a, key, keylen);
 	if ((rc = pg_exec(pc, "SELECT v FROM idem_rows WHERE tbl = $1 AND "
@@ -667,7 +710,7 @@ pg_get(struct store *base, const char *table, const void *key,
 		return rc;
 	if ((rc = pg_acquire(s, &pc)) != IDEM_OK)
 		return rc;
-	if ((rc = pg_row_read(pc, table, key, keylen, &res)) == IDEM_OK) {
+	if ((rc = pg_row_read(pc, table, key, keylen, 0, &res)) == IDEM_OK) {
 		rc = buf_append(out, PQgetvalue(res, 0, 0),
 		    (size_t)PQgetlength(res, 0, 0));
 		PQclear(res);
@@ -707,7 +750,7 @@ pg_insert_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
 	if (rc == IDEM_OK)
 		return rc;
 	/* The row that was there first: it is visible to this statement. */
-	if ((rc = pg_row_read(pc, a->table, a->key, a->keylen, &res)) ==
+	if ((rc = pg_row_read(pc, a->table, a->key, a->keylen, 0, &res)) ==
 	    IDEM_ENOTFOUND)
 		return PG_RETRY;
 	if (rc != IDEM_OK)
@@ -881,7 +924,7 @@ pg_tx_get(struct idem_tx *tx, const char *table, const void *key,
 	*vallen = 0;
 	if ((rc = pg_row_key(t->s, table, key, keylen)) != IDEM_OK)
 		return rc;
-	if ((rc = pg_row_read(t->pc, table, key, keylen, &res)) != IDEM_OK)
+	if ((rc = pg_row_read(t->pc, table, key, keylen, 1, &res)) != IDEM_OK)
 		return rc;
 	/* The value lives as long as the hook's transaction. */
 	if ((held = realloc(t->held, (t->nheld + 1) * sizeof(*held))) ==
@@ -908,6 +951,9 @@ pg_tx_put(struct idem_tx *tx, const char *table, const void *key,
 		return IDEM_EINVAL;
 	if ((rc = pg_row_key(t->s, table, key, keylen)) != IDEM_OK)
 		return rc;
+	if ((rc = pg_lock(t->pc, pg_lock_hash('r', table, key, keylen))) !=
+	    IDEM_OK)
+		return rc;
 	pg_arg_str(&a, table);
 	pg_arg_bytes(&a, key, keylen);
 	pg_arg_bytes(&a, val, vallen);
@@ -925,7 +971,9 @@ pg_tx_del(struct idem_tx *tx, const char *table, const void *key,
 	PGresult *res;
 	int rc;
 
-	if ((rc = pg_row_key(t->s, table, key, keylen)) != IDEM_OK)
+	if ((rc = pg_row_key(t->s, table, key, keylen)) != IDEM_OK ||
+	    (rc = pg_lock(t->pc, pg_lock_hash('r', table, key, keylen))) !=
+	    IDEM_OK)
 		return rc;
 	pg_arg_str(&a, table);
 	pg_arg_bytes(&a, key, keylen);

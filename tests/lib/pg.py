@@ -111,6 +111,17 @@ class Postgres:
         self.psql('CREATE DATABASE "%s"' % name)
         return self.uri(name)
 
+    def dump(self, db):
+        """Every byte of the store's records and rows, concatenated."""
+        p = subprocess.run([
+            os.path.join(self.bin, "psql"), "-q", "-X", "-At", "-d",
+            self.uri(db), "-c",
+            "SELECT encode(scope || key || rec, 'hex') FROM idem_keys "
+            "UNION ALL SELECT encode(convert_to(tbl, 'UTF8') || k || v, "
+            "'hex') FROM idem_rows"], check=True, capture_output=True,
+            text=True)
+        return b"".join(bytes.fromhex(l) for l in p.stdout.split())
+
     def dropdb(self, name):
         self.psql('DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % name)
 
