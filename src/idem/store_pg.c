@@ -29,6 +29,7 @@
  * concurrent requests share their flushes by PostgreSQL's own group
  * commit (commit_delay and commit_siblings, server settings).
  */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +201,29 @@ pg_connect(const char *conninfo, int read_only)
 	return c;
 }
 
+/*
+ * Whether an idle session is still up: whatever the server sent it while
+ * idle (a shutdown's FATAL message, then the end of the stream) is read
+ * without blocking, and libpq marks the session bad at the end.
+ */
+static int
+pg_alive(PGconn *c)
+{
+	struct pollfd p;
+	int i;
+
+	p.fd = PQsocket(c);
+	p.events = POLLIN;
+	for (i = 0; i < 4 && PQstatus(c) == CONNECTION_OK; i++) {
+		p.revents = 0;
+		if (p.fd < 0 || poll(&p, 1, 0) != 1)
+			break;
+		if (!PQconsumeInput(c))
+			return 0;
+	}
+	return PQstatus(c) == CONNECTION_OK;
+}
+
 int
 pg_acquire(struct pgstore *s, struct pgconn **out)
 {
@@ -223,8 +247,12 @@ pg_acquire(struct pgstore *s, struct pgconn **out)
 	}
 	pc->busy = 1;
 	pthread_mutex_unlock(&s->mu);
-	if (pc->c != NULL && PQstatus(pc->c) != CONNECTION_OK) {
-		/* The server went away: start a new session now. */
+	/*
+	 * A server that went away (a restart) has closed the socket, which
+	 * reading what is pending finds without a round trip: start a new
+	 * session now rather than fail the call.
+	 */
+	if (pc->c != NULL && !pg_alive(pc->c)) {
 		PQfinish(pc->c);
 		pc->c = NULL;
 	}

@@ -11,19 +11,20 @@ As a program:
   python3 tests/lib/pg.py run [--suite NAME] -- CMD [ARGS...]...
 
 starts a server, creates a database, and runs each CMD (commands are
-separated by "--") with IDEM_TEST_PG set to its URI; with --suite, the
+separated by "--") with IDEM_TEST_PG set to its URI and
+IDEM_TEST_PG_RESTART to a shell command that restarts the server; with --suite, the
 "NAME: N passed, N failed" lines the commands print are summed into one.
 """
 
 import glob
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 
 def _bindir():
@@ -57,17 +58,26 @@ class Postgres:
         self.data = os.path.join(self.tmp, "data")
         self.sock = os.path.join(self.tmp, "sock")
         os.mkdir(self.sock)
+        # The server writes its log where it may: beside its socket.
+        self.logfile = os.path.join(self.sock, "server.log")
         self.port = _free_port()
         self.root = os.geteuid() == 0
         self.user = "postgres"
         if self.root:
             shutil.chown(self.sock, user="postgres")
-        self.proc = None
+        self.running = False
 
     def _cmd(self, args):
         if self.root:
             return ["runuser", "-u", "postgres", "--"] + args
         return args
+
+    def _ctl(self, *args):
+        subprocess.run(self._cmd([os.path.join(self.bin, "pg_ctl"), "-D",
+                                  self.data, "-w", "-t", "60",
+                                  "-l", self.logfile]
+                                 + list(args)),
+                       check=True, stdout=subprocess.DEVNULL)
 
     def start(self):
         if self.root:
@@ -78,25 +88,19 @@ class Postgres:
             "-U", self.user, "--auth=trust", "--no-sync", "-E", "UTF8",
             "--locale=C"]), check=True, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE)
-        log = open(os.path.join(self.tmp, "server.log"), "w")
-        self.proc = subprocess.Popen(self._cmd([
-            os.path.join(self.bin, "postgres"), "-D", self.data,
-            "-k", self.sock, "-p", str(self.port),
-            "-c", "listen_addresses=", "-c", "max_connections=200",
-            "-c", "synchronous_commit=on"]),
-            stdout=log, stderr=subprocess.STDOUT)
-        # pg_isready polls the server's own readiness answer.
-        for _ in range(600):
-            if self.proc.poll() is not None:
-                raise RuntimeError("postgres exited: see %s" %
-                                   os.path.join(self.tmp, "server.log"))
-            r = subprocess.run([os.path.join(self.bin, "pg_isready"),
-                                "-q", "-h", self.sock, "-p",
-                                str(self.port)])
-            if r.returncode == 0:
-                return self
-            time.sleep(0.1)
-        raise RuntimeError("postgres did not start")
+        # pg_ctl -w returns once the server accepts connections.
+        self._ctl("-o", "-k %s -p %d -c listen_addresses= "
+                  "-c max_connections=200 -c synchronous_commit=on" %
+                  (self.sock, self.port), "start")
+        self.running = True
+        return self
+
+    def restart_command(self):
+        """A shell command that restarts the server (fast shutdown)."""
+        return " ".join(shlex.quote(a) for a in self._cmd([
+            os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-w",
+            "-t", "60", "-l", self.logfile,
+            "-m", "fast", "restart"])) + " >/dev/null"
 
     def uri(self, db="postgres"):
         return "postgresql:///%s?host=%s&port=%d&user=%s" % (
@@ -126,13 +130,12 @@ class Postgres:
         self.psql('DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % name)
 
     def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()   # smart shutdown would wait: SIGTERM
+        if self.running:
+            self.running = False
             try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+                self._ctl("-m", "immediate", "stop")
+            except subprocess.CalledProcessError:
+                pass
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
@@ -157,7 +160,8 @@ def _run(argv):
     passed = failed = 0
     rc = 0
     try:
-        env = dict(os.environ, IDEM_TEST_PG=pg.createdb("idem_test"))
+        env = dict(os.environ, IDEM_TEST_PG=pg.createdb("idem_test"),
+                   IDEM_TEST_PG_RESTART=pg.restart_command())
         for c in cmds:
             p = subprocess.run(c, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)

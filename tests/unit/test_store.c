@@ -1298,6 +1298,31 @@ test_read_only(void)
 	HARNESS_EQ(store_open(&cfg, &ro), IDEM_ENOTFOUND);
 }
 
+/*
+ * PostgreSQL only: the server restarts under an open store.  What was
+ * committed is there afterwards, and the next calls reconnect instead of
+ * failing.
+ */
+static void
+test_pg_restart(void)
+{
+	const char *restart = getenv("IDEM_TEST_PG_RESTART");
+	struct rec r;
+	size_t n;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(restart);
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(complete(st, "acct", "k", 1, T0 + 1), IDEM_OK);
+	HARNESS_EQ(system(restart), 0);
+	HARNESS_EQ(store_lookup(st, "acct", "k", &r), IDEM_OK);
+	HARNESS_EQ(r.state, REC_COMPLETED);
+	rec_free(&r);
+	HARNESS_EQ(claim(st, "acct", "k2", fp_a, 2, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(count_records(st, NULL, &n), IDEM_OK);
+	HARNESS_EQ(n, 2);
+}
+
 static void
 test_open_creates_dir(void)
 {
@@ -1362,6 +1387,8 @@ harness_suites(void)
 		{ "two handles in one process", test_two_handles },
 		{ "read only", test_read_only },
 		{ "open creates dir 0700", test_open_creates_dir },
+		{ "PostgreSQL restart: reconnect, nothing lost",
+		    test_pg_restart },
 	};
 	/* What only an LMDB store has: a map size, a directory. */
 	static const CU_TestFunc lmdb_only[] = {
@@ -1370,12 +1397,15 @@ harness_suites(void)
 	};
 	CU_pSuite s;
 	size_t i, j;
+	int pg = harness_pg();
 
 	s = CU_add_suite_with_setup_and_teardown(harness_pg() ? "store-pg" :
 	    "store", suite_init, NULL, store_up, store_down);
 	if (s == NULL)
 		return -1;
 	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		if (!pg && tests[i].fn == test_pg_restart)
+			continue;
 		for (j = 0; harness_pg() && j < sizeof(lmdb_only) /
 		    sizeof(lmdb_only[0]); j++)
 			if (tests[i].fn == lmdb_only[j])
