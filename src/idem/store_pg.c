@@ -300,6 +300,8 @@ pg_write(struct pgstore *s, pg_tx_fn fn, void *arg)
 				continue;
 			break;
 		}
+		/* As LMDB's group commit does before its commit. */
+		fault_point("batch_commit");
 		crc = pg_run(pc, "COMMIT", NULL);
 		if (crc == PG_RETRY)
 			continue;
