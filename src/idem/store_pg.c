@@ -141,7 +141,6 @@ pg_exec(struct pgconn *pc, const char *sql, struct pgargs *a,
 	int rc;
 
 	*res = NULL;
-	pc->retry = 0;
 	r = PQexecParams(pc->c, sql, a != NULL ? a->n : 0, NULL,
 	    a != NULL ? a->v : NULL, a != NULL ? a->len : NULL,
 	    a != NULL ? a->fmt : NULL, 1);
@@ -285,13 +284,18 @@ pg_write(struct pgstore *s, pg_tx_fn fn, void *arg)
 	if ((rc = pg_acquire(s, &pc)) != IDEM_OK)
 		return rc;
 	for (attempt = 0; attempt < PG_RETRIES; attempt++) {
+		/*
+		 * Set by any statement of the transaction that failed to
+		 * serialize: the statements after it fail too (the
+		 * transaction is aborted), and a hook may report any error.
+		 */
+		pc->retry = 0;
 		if ((rc = pg_run(pc, "BEGIN", NULL)) != IDEM_OK)
 			break;
 		/* As the LMDB backend's writer does when it gets the lock. */
 		fault_point("store_wait");
 		commit = 0;
 		rc = fn(s, pc, arg, &commit);
-		/* A hook may have hidden the failure's kind: look again. */
 		if (rc != IDEM_OK && pc->retry)
 			rc = PG_RETRY;
 		if (rc == PG_RETRY || (rc != IDEM_OK && !commit)) {

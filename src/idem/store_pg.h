@@ -48,7 +48,7 @@
 struct pgconn {
 	PGconn *c;
 	int busy;
-	int retry;        /* the last statement failed to serialize */
+	int retry;        /* this transaction failed to serialize */
 };
 
 struct pgstore {

@@ -1397,20 +1397,20 @@ harness_suites(void)
 	};
 	CU_pSuite s;
 	size_t i, j;
+	const size_t nlmdb_only = sizeof(lmdb_only) / sizeof(lmdb_only[0]);
 	int pg = harness_pg();
 
-	s = CU_add_suite_with_setup_and_teardown(harness_pg() ? "store-pg" :
+	s = CU_add_suite_with_setup_and_teardown(pg ? "store-pg" :
 	    "store", suite_init, NULL, store_up, store_down);
 	if (s == NULL)
 		return -1;
 	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
 		if (!pg && tests[i].fn == test_pg_restart)
 			continue;
-		for (j = 0; harness_pg() && j < sizeof(lmdb_only) /
-		    sizeof(lmdb_only[0]); j++)
+		for (j = 0; pg && j < nlmdb_only; j++)
 			if (tests[i].fn == lmdb_only[j])
 				break;
-		if (harness_pg() && j < sizeof(lmdb_only) / sizeof(lmdb_only[0]))
+		if (pg && j < nlmdb_only)
 			continue;
 		if (CU_add_test(s, tests[i].name, tests[i].fn) == NULL)
 			return -1;
