@@ -11,8 +11,9 @@ As a program:
   python3 tests/lib/pg.py run [--suite NAME] -- CMD [ARGS...]...
 
 starts a server, creates a database, and runs each CMD (commands are
-separated by "--") with IDEM_TEST_PG set to its URI and
-IDEM_TEST_PG_RESTART to a shell command that restarts the server; with --suite, the
+separated by "--") with IDEM_TEST_PG set to its URI, IDEM_TEST_PG_BARE
+to another database that nothing migrates, and IDEM_TEST_PG_RESTART to
+a shell command that restarts the server; with --suite, the
 "NAME: N passed, N failed" lines the commands print are summed into one.
 """
 
@@ -161,6 +162,7 @@ def _run(argv):
     rc = 0
     try:
         env = dict(os.environ, IDEM_TEST_PG=pg.createdb("idem_test"),
+                   IDEM_TEST_PG_BARE=pg.createdb("idem_bare"),
                    IDEM_TEST_PG_RESTART=pg.restart_command())
         for c in cmds:
             p = subprocess.run(c, env=env, stdout=subprocess.PIPE,

@@ -1323,6 +1323,35 @@ test_pg_restart(void)
 	HARNESS_EQ(n, 2);
 }
 
+/*
+ * PostgreSQL only: a database that was never migrated is refused; the
+ * migration brings it to the current version once, and again changes
+ * nothing.
+ */
+static void
+test_pg_migrate(void)
+{
+	const char *bare = getenv("IDEM_TEST_PG_BARE");
+	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL };
+	struct store *s;
+	char err[256];
+	int from, to;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(bare);
+	cfg.dir = bare;
+	HARNESS_EQ(store_open(&cfg, &s), IDEM_EIO);
+	HARNESS_EQ(store_pg_migrate(bare, &from, &to, err, sizeof(err)), 0);
+	HARNESS_EQ(from, 0);
+	HARNESS_EQ(to, 1);
+	HARNESS_EQ(store_pg_migrate(bare, &from, &to, err, sizeof(err)), 0);
+	HARNESS_EQ(from, 1);
+	HARNESS_EQ(to, 1);
+	HARNESS_EQ(store_open(&cfg, &s), IDEM_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	HARNESS_EQ(claim(s, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	store_close(s);
+}
+
 static void
 test_open_creates_dir(void)
 {
@@ -1389,6 +1418,8 @@ harness_suites(void)
 		{ "open creates dir 0700", test_open_creates_dir },
 		{ "PostgreSQL restart: reconnect, nothing lost",
 		    test_pg_restart },
+		{ "PostgreSQL: unmigrated refused, migrate once",
+		    test_pg_migrate },
 	};
 	/* What only an LMDB store has: a map size, a directory. */
 	static const CU_TestFunc lmdb_only[] = {
@@ -1405,7 +1436,8 @@ harness_suites(void)
 	if (s == NULL)
 		return -1;
 	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		if (!pg && tests[i].fn == test_pg_restart)
+		if (!pg && (tests[i].fn == test_pg_restart ||
+		    tests[i].fn == test_pg_migrate))
 			continue;
 		for (j = 0; pg && j < nlmdb_only; j++)
 			if (tests[i].fn == lmdb_only[j])
