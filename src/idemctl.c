@@ -37,22 +37,56 @@ static struct config ctl_cfg;
 static void
 ctl_usage(void)
 {
-	fprintf(stderr, "usage: idemctl [-d db_dir] [-p provider_dir] "
-	    "stats | purge [-n N] [-w MS] | inspect SCOPE KEY | stuck |\n"
-	    "               hash-key [SECRET] | new-key ACCOUNT\n");
+	fprintf(stderr, "usage: idemctl [-d db_dir] [-s store_uri] "
+	    "[-p provider_dir]\n"
+	    "               stats | purge [-n N] [-w MS] | inspect SCOPE KEY |"
+	    " stuck |\n"
+	    "               hash-key [SECRET] | new-key ACCOUNT | migrate\n");
 	exit(2);
+}
+
+/* The idempotency store: IDEM_STORE or -s, else the LMDB one in db_dir. */
+static const char *
+ctl_where(void)
+{
+	return ctl_cfg.store[0] != '\0' ? ctl_cfg.store : ctl_cfg.db_dir;
+}
+
+/*
+ * Brings a PostgreSQL store's schema up to date; an LMDB store needs
+ * nothing.
+ */
+static int
+ctl_migrate(void)
+{
+	char err[512];
+	int from, to;
+
+	if (!store_pg_uri(ctl_cfg.store)) {
+		printf("schema: nothing to migrate (LMDB store)\n");
+		return 0;
+	}
+	if (store_pg_migrate(ctl_cfg.store, &from, &to, err,
+	    sizeof(err)) != 0) {
+		fprintf(stderr, "idemctl: migrate: %s\n", err);
+		return 1;
+	}
+	printf("schema: version %d%s\n", to, from == to ? " (up to date)" :
+	    "");
+	return 0;
 }
 
 static struct store *
 ctl_store(int read_only)
 {
-	struct store_config sc = { ctl_cfg.db_dir, ctl_cfg.map_size, read_only,
+	const char *where = ctl_where();
+	struct store_config sc = { where, ctl_cfg.map_size, read_only,
 	    ctl_cfg.keys_per_account, 0, pay_tables, NULL };
 	struct store *s;
 	int rc;
 
 	if ((rc = store_open(&sc, &s)) != IDEM_OK) {
-		fprintf(stderr, "idemctl: store %s: %s\n", ctl_cfg.db_dir,
+		fprintf(stderr, "idemctl: store %s: %s\n", where,
 		    idem_strerror(rc));
 		exit(1);
 	}
@@ -316,8 +350,18 @@ main(int argc, char *argv[])
 		fprintf(stderr, "idemctl: %s\n", err);
 		return 1;
 	}
-	while ((ch = getopt(argc, argv, "+d:p:")) != -1) {
+	while ((ch = getopt(argc, argv, "+d:p:s:")) != -1) {
 		switch (ch) {
+		case 's':
+			if (!store_pg_uri(optarg) ||
+			    strlen(optarg) >= sizeof(ctl_cfg.store)) {
+				fprintf(stderr, "idemctl: -s takes a "
+				    "postgresql:// URI\n");
+				return 2;
+			}
+			snprintf(ctl_cfg.store, sizeof(ctl_cfg.store), "%s",
+			    optarg);
+			break;
 		case 'd':
 			snprintf(ctl_cfg.db_dir, sizeof(ctl_cfg.db_dir), "%s",
 			    optarg);
@@ -346,6 +390,8 @@ main(int argc, char *argv[])
 		return ctl_hash_key(argc == 2 ? argv[1] : NULL);
 	if (strcmp(argv[0], "new-key") == 0 && argc == 2)
 		return ctl_new_key(argv[1]);
+	if (strcmp(argv[0], "migrate") == 0 && argc == 1)
+		return ctl_migrate();
 	ctl_usage();
 	return 2;
 }

@@ -107,7 +107,12 @@ struct idem_response {
 typedef uint64_t (*idem_clock_fn)(void *ctx);
 
 struct idem_options {
-	const char *dir;           /* the store's directory; created if missing */
+	/*
+	 * The store: an LMDB directory (created if missing), or a
+	 * PostgreSQL database named by a libpq URI, postgresql://... or
+	 * postgres://..., whose schema idemctl migrate created.
+	 */
+	const char *dir;
 	size_t map_size;           /* bytes; 0: the backend's default */
 	uint64_t lease_ms;         /* how long a claim is held (0: 30 s) */
 	uint64_t ttl_ms;           /* how long a key is kept (0: 24 h) */

@@ -43,7 +43,8 @@ store_open(const struct store_config *cfg, struct store **out)
 	for (i = 0; cfg->tables != NULL && cfg->tables[i] != NULL; i++)
 		if (i >= IDEM_MAX_TABLES || !store_table_name_ok(cfg->tables[i]))
 			return IDEM_EINVAL;
-	ops = cfg->backend != NULL ? cfg->backend : &store_lmdb_ops;
+	ops = cfg->backend != NULL ? cfg->backend :
+	    store_pg_uri(cfg->dir) ? &store_pg_ops : &store_lmdb_ops;
 	return ops->open(cfg, out);
 }
 

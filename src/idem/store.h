@@ -312,6 +312,25 @@ int idem_open_backend(const struct idem_options *opt,
 extern const struct store_ops store_lmdb_ops;
 
 /*
+ * The PostgreSQL backend (store_pg*.c): store_config.dir is then a
+ * libpq connection URI, postgresql://... or postgres://..., which
+ * store_open recognises (store_pg_uri) when no backend is named.
+ */
+extern const struct store_ops store_pg_ops;
+int store_pg_uri(const char *where);
+/*
+ * Brings the database's schema to the version this library knows, in
+ * one transaction; nothing to do is success.  *from and *to get the
+ * versions before and after.  -1 with a message in err when it cannot
+ * connect, when a migration fails (nothing applied), or when the
+ * database is newer than the library.
+ */
+int store_pg_migrate(const char *conninfo, int *from, int *to, char *err,
+    size_t errlen);
+/* Deletes every record and row of a migrated database: for tests. */
+int store_pg_wipe(const char *conninfo);
+
+/*
  * Whether name may be an application table: 1 to STORE_TABLE_NAME_MAX
  * bytes, none of the library's own names.
  */

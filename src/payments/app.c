@@ -104,7 +104,7 @@ static int
 app_open_locked(struct app *a)
 {
 	struct idem_options opt = {
-		.dir = a->cfg.db_dir,
+		.dir = a->cfg.store[0] != '\0' ? a->cfg.store : a->cfg.db_dir,
 		.map_size = a->cfg.map_size,
 		.lease_ms = a->cfg.lease_ms,
 		.ttl_ms = a->cfg.ttl_ms,

@@ -6,6 +6,7 @@
 #include "cfg.h"
 #include "err.h"
 #include "fp.h"
+#include "store.h"
 
 #ifndef IDEM_LOCALSTATEDIR
 #define IDEM_LOCALSTATEDIR "/var"
@@ -130,6 +131,8 @@ config_load(struct config *cfg, char *err, size_t errlen)
 	memset(cfg, 0, sizeof(*cfg));
 	if (config_string("IDEM_DB_DIR", IDEM_LOCALSTATEDIR "/lib/idem/db",
 	    cfg->db_dir, sizeof(cfg->db_dir), err, errlen) != 0 ||
+	    config_string("IDEM_STORE", "", cfg->store, sizeof(cfg->store),
+	    err, errlen) != 0 ||
 	    config_string("IDEM_PROVIDER_DIR",
 	    IDEM_LOCALSTATEDIR "/lib/idem/provider", cfg->provider_dir,
 	    sizeof(cfg->provider_dir), err, errlen) != 0 ||
@@ -141,6 +144,10 @@ config_load(struct config *cfg, char *err, size_t errlen)
 	    cfg->problem_base, sizeof(cfg->problem_base), err, errlen) != 0 ||
 	    config_auth(cfg, err, errlen) != 0)
 		return -1;
+	if (cfg->store[0] != '\0' && !store_pg_uri(cfg->store)) {
+		snprintf(err, errlen, "IDEM_STORE must be a postgresql:// URI");
+		return -1;
+	}
 	/* A lease must outlast the slowest request; a TTL must outlast it. */
 	if (config_u64("IDEM_TTL", 0, 1, 365ULL * 86400, &ttl, err,
 	    errlen) != 0 ||

@@ -39,6 +39,11 @@
 
 struct config {
 	char db_dir[PATH_MAX];
+	/*
+	 * IDEM_STORE: where the idempotency store is, a postgresql:// (or
+	 * postgres://) URI; empty for the LMDB store in db_dir.
+	 */
+	char store[PATH_MAX];
 	char provider_dir[PATH_MAX];
 	char keys_file[PATH_MAX];
 	uint64_t ttl_ms;

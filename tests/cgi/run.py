@@ -40,6 +40,12 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from lib.common import REPLAY_EXEMPT, SANITIZER_MARKS, Results  # noqa: E402
+from lib import pg  # noqa: E402
+
+# A scenario about the LMDB store's own files says so in a comment, and
+# is skipped with --store pg.
+LMDB_ONLY = "# store: LMDB only"
+
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCENARIO_DIR = os.path.join(HERE, "scenarios")
@@ -276,6 +282,8 @@ class Scenario:
         # Failed expectation lines and checks: the scenario goes on after
         # them (the status was right) so that one bug does not hide others.
         self.failures = []
+        self.pg = None           # lib.pg.Postgres with --store pg
+        self.pgdb = None         # the scenario's database there
 
     # -- set-up -------------------------------------------------------
 
@@ -295,6 +303,17 @@ class Scenario:
             "IDEM_PROVIDER_DIR": os.path.join(self.tmp, "provider"),
             "IDEM_KEYS_FILE": keys,
         }
+        if self.pg is not None:
+            # A fresh database per scenario, migrated as an operator would.
+            self.pgdb = "idem_" + os.path.basename(self.tmp).replace("-", "_")
+            uri = self.pg.createdb(self.pgdb)
+            p = subprocess.run([os.path.join(self.build, "idemctl"), "-s",
+                                uri, "migrate"], capture_output=True,
+                               timeout=self.timeout)
+            if p.returncode != 0:
+                raise Fail("idemctl migrate: %s" %
+                           p.stderr.decode("utf-8", "replace").strip())
+            self.env["IDEM_STORE"] = uri
 
     def teardown(self, failed):
         for name, (proc, thread, _) in self.spawned.items():
@@ -303,6 +322,8 @@ class Scenario:
             thread.join(5)
         for name in list(self.gate_fds):
             self._close_gate(name)
+        if self.pgdb is not None and not (self.keep and failed):
+            self.pg.dropdb(self.pgdb)
         if self.keep and failed:
             self.log.append("kept %s" % self.tmp)
         else:
@@ -934,6 +955,9 @@ class Scenario:
                                                     "surrogateescape")
         if not needle:
             raise ScenarioError("%s: store-lacks needs a text" % where)
+        if self.pgdb is not None and needle in self.pg.dump(self.pgdb):
+            raise Fail("%s: %r is stored in the PostgreSQL store" %
+                       (where, needle))
         for sub in ("db", "provider"):
             for root, _, files in os.walk(os.path.join(self.tmp, sub)):
                 for fn in files:
@@ -1038,6 +1062,11 @@ def cgi_path_info(path):
 def run_one(path, args):
     sc = Scenario(path, args.build, args.timeout, args.verbose, args.keep,
                   args.wrap, args.wrap_status)
+    sc.pg = args.pg
+    if args.pg is not None:
+        with open(path, encoding="utf-8") as f:
+            if LMDB_ONLY in f.read():
+                return True, "ok - %s # skip: LMDB store only" % sc.name, []
     start = time.monotonic()
     try:
         sc.run()
@@ -1100,6 +1129,10 @@ def main():
     ap.add_argument("--wrap-status", type=int, default=99, metavar="N",
                     help="exit status by which the --wrap command reports "
                     "an error of its own (default 99)")
+    ap.add_argument("--store", choices=("lmdb", "pg"), default="lmdb",
+                    help="the idempotency store: lmdb (default), or pg: a "
+                    "throwaway PostgreSQL server (tests/lib/pg.py), a "
+                    "fresh database per scenario")
     ap.add_argument("scenarios_named", nargs="*", metavar="scenario",
                     help="scenario names (default: all in the directory)")
     args = ap.parse_args()
@@ -1115,13 +1148,24 @@ def main():
         sys.exit("run.py: no directory %s" % args.scenarios)
     paths = find_scenarios(args.scenarios_named, args.scenarios)
     results = Results()
-    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        futures = [pool.submit(run_one, p, args) for p in paths]
-        for fut in futures:
-            ok, line, extra = fut.result()
-            results.add(ok, line)
-            for l in extra:
-                print(l, flush=True)
+    args.pg = None
+    if args.store == "pg":
+        if not pg.available():
+            print("%s: no PostgreSQL server installed" % args.suite)
+            results.add(False, "FAIL - PostgreSQL server")
+            return results.summary(args.suite)
+        args.pg = pg.Postgres().start()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as ex:
+            futures = [ex.submit(run_one, p, args) for p in paths]
+            for fut in futures:
+                ok, line, extra = fut.result()
+                results.add(ok, line)
+                for l in extra:
+                    print(l, flush=True)
+    finally:
+        if args.pg is not None:
+            args.pg.stop()
     return results.summary(args.suite)
 
 

@@ -19,6 +19,11 @@ from crashlib import (ACCOUNT, BODY, OTHER_BODY, POINTS, RESULTS, SECRET, Answer
 
 # ---------------------------------------------------------------- CGI
 
+# With --store pg: the throwaway PostgreSQL server (lib.pg.Postgres) whose
+# fresh databases, one per CgiState, hold the idempotency store.
+PG = None
+
+
 class CgiState:
     """A fresh store, ledger and keys file in a temp directory."""
 
@@ -33,12 +38,23 @@ class CgiState:
         os.makedirs(self.provider)
         with open(self.keys, "w") as f:
             f.write(f"{ACCOUNT} {hashlib.sha256(SECRET.encode()).hexdigest()}\n")
+        self.pgdb = self.store = None
+        if PG is not None:
+            self.pgdb = "idem_" + os.path.basename(self.tmp).replace("-", "_")
+            self.store = PG.createdb(self.pgdb)
+            p = subprocess.run([os.path.join(build, "idemctl"), "-s", self.store,
+                                "migrate"], capture_output=True,
+                               timeout=DEADLINE.timeout(30))
+            if p.returncode != 0:
+                raise RuntimeError(f"idemctl migrate: {p.stderr.decode()[-400:]}")
 
     def cleanup(self, keep=False):
         if keep:
             note(f"kept {self.tmp}")
         else:
             shutil.rmtree(self.tmp, ignore_errors=True)
+            if self.pgdb is not None:
+                PG.dropdb(self.pgdb)
 
     def base_env(self):
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C"}
@@ -49,6 +65,8 @@ class CgiState:
         env.update({"IDEM_DB_DIR": self.db, "IDEM_PROVIDER_DIR": self.provider,
                     "IDEM_KEYS_FILE": self.keys, "IDEM_LEASE": str(self.lease_s),
                     "IDEM_PROVIDER_LATENCY_MS": "0"})
+        if self.store is not None:
+            env["IDEM_STORE"] = self.store
         return env
 
     def post(self, key, now_ms, body=BODY, fault=None, path="/payments"):

@@ -40,7 +40,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from lib.common import DEADLINE, become_subreaper, note  # noqa: E402
 from lib.servers import cleanup_all  # noqa: E402
 from crashlib import CONF, RESULTS  # noqa: E402
+import part_cgi as part_cgi_module  # noqa: E402
 from part_cgi import part_cgi  # noqa: E402
+from lib import pg  # noqa: E402
 from part_live import part_live, pick_server  # noqa: E402
 from part_load import part_load  # noqa: E402
 
@@ -65,19 +67,32 @@ def main():
     ap.add_argument("--seed", type=int, help="seed of the killer (default: random, printed)")
     ap.add_argument("--deadline", type=float, default=230, help="whole run, seconds")
     ap.add_argument("--keep", action="store_true", help="keep temp dirs of failures")
+    ap.add_argument("--store", choices=("lmdb", "pg"), default="lmdb",
+                    help="idempotency store of the CGI matrix: lmdb (default) or pg, "
+                    "a throwaway PostgreSQL server (tests/lib/pg.py), a fresh database "
+                    "per case (pg runs the CGI part only)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     DEADLINE.reset(args.deadline)
     CONF.verbose = args.verbose
     CONF.build = args.build = os.path.abspath(args.build)
     parts = args.only or ["cgi", "live", "load"]
+    suite = "crash"
+    if args.store == "pg":
+        suite, parts = "crash-pg", ["cgi"]
+        if not pg.available():
+            print("FAIL - crash setup: no PostgreSQL server installed")
+            print(f"{suite}: 0 passed, 1 failed")
+            return 1
+        part_cgi_module.PG = pg.Postgres().start()
+        atexit.register(part_cgi_module.PG.stop)
     if args.workers < 4:
         ap.error("--workers must be >= 4")
 
     for prog in ("idem-fcgi", "idemctl"):
         if not os.access(os.path.join(CONF.build, prog), os.X_OK):
             print(f"FAIL - crash setup: {CONF.build}/{prog} missing")
-            print("crash: 0 passed, 1 failed")
+            print(f"{suite}: 0 passed, 1 failed")
             return 1
 
     atexit.register(cleanup_all)
@@ -114,7 +129,7 @@ def main():
     finally:
         cleanup_all()
     note(f"total: {time.monotonic() - started:.1f} s")
-    return RESULTS.summary("crash")
+    return RESULTS.summary(suite)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,39 @@
 #include <CUnit/Basic.h>
 
 #include "harness.h"
+#include "store.h"
+
+int
+harness_pg(void)
+{
+	const char *pg = getenv("IDEM_TEST_PG");
+
+	return pg != NULL && *pg != '\0';
+}
+
+const char *
+harness_store(const char *dir, int fresh)
+{
+	static int migrated;
+	const char *pg = getenv("IDEM_TEST_PG");
+	char err[256];
+	int from, to;
+
+	if (!harness_pg())
+		return dir;
+	if (!migrated) {
+		if (store_pg_migrate(pg, &from, &to, err, sizeof(err)) != 0) {
+			fprintf(stderr, "migrate %s: %s\n", pg, err);
+			exit(2);
+		}
+		migrated = 1;
+	}
+	if (fresh && store_pg_wipe(pg) != 0) {
+		fprintf(stderr, "wipe %s failed\n", pg);
+		exit(2);
+	}
+	return pg;
+}
 
 void
 harness_mkdtemp(char *out, size_t outlen)
@@ -59,6 +92,7 @@ main(int argc, char *argv[])
 	run = CU_get_number_of_tests_run();
 	failed = CU_get_number_of_tests_failed();
 	CU_cleanup_registry();
-	printf("\n%s: %u passed, %u failed\n", name, run - failed, failed);
+	printf("\n%s%s: %u passed, %u failed\n", name, harness_pg() ? "-pg" :
+	    "", run - failed, failed);
 	return failed == 0 ? 0 : 1;
 }

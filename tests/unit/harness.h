@@ -22,6 +22,14 @@ int harness_suites(void);
 void harness_mkdtemp(char *out, size_t outlen);
 void harness_rmdir(const char *path);
 
+/*
+ * Where a test's store is: dir, or with IDEM_TEST_PG set (a PostgreSQL
+ * URI) that database, migrated, and emptied when fresh is set.
+ */
+const char *harness_store(const char *dir, int fresh);
+/* Whether the tests run on PostgreSQL (IDEM_TEST_PG). */
+int harness_pg(void);
+
 /* Asserts two integers equal, printing both when they are not. */
 #define HARNESS_EQ(a, b) do {						\
 	long long harness_a_ = (long long)(a), harness_b_ = (long long)(b); \

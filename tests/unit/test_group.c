@@ -82,7 +82,7 @@ up(void)
 	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL };
 
 	harness_mkdtemp(dir, sizeof(dir));
-	cfg.dir = dir;
+	cfg.dir = harness_store(dir, 1);
 	st = NULL;
 	if (store_open(&cfg, &st) != IDEM_OK)
 		st = NULL;

@@ -38,7 +38,7 @@ open_with(uint64_t max_keys)
 	struct idem *h = NULL;
 
 	memset(&opt, 0, sizeof(opt));
-	opt.dir = dir;
+	opt.dir = harness_store(dir, 0);
 	opt.lease_ms = LEASE;
 	opt.ttl_ms = TTL;
 	opt.max_keys_per_scope = max_keys;
@@ -62,6 +62,7 @@ static void
 up(void)
 {
 	harness_mkdtemp(dir, sizeof(dir));
+	(void)harness_store(dir, 1);
 	now_ms = T0;
 	idem = open_with(0);
 }

@@ -1,5 +1,6 @@
 /*
- * test_store.c: the LMDB store.
+ * test_store.c: the store interface, on LMDB, and on PostgreSQL when
+ * IDEM_TEST_PG names a database (tests/lib/pg.py).
  *
  * Each test gets a fresh directory and store, and a clock of its own:
  * times are passed explicitly, so leases and expiries are stepped over
@@ -57,6 +58,7 @@ count_records(struct store *st, const char *scope, size_t *n)
 #define TTL 86400000ULL
 
 static char dir[512];
+static const char *where;  /* dir, or the PostgreSQL store */
 static const char *const tables[] = {
 	"payments", "by_account", "ledger", NULL
 };
@@ -114,7 +116,7 @@ store_up(void)
 	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL };
 
 	harness_mkdtemp(dir, sizeof(dir));
-	cfg.dir = dir;
+	cfg.dir = where = harness_store(dir, 1);
 	st = NULL;
 	if (store_open(&cfg, &st) != IDEM_OK) {
 		fprintf(stderr, "store_open %s failed\n", dir);
@@ -1231,7 +1233,7 @@ test_reopen_persists(void)
 	    IDEM_OK);
 	store_close(st);
 	st = NULL;
-	cfg.dir = dir;
+	cfg.dir = where;
 	HARNESS_EQ(store_open(&cfg, &st), IDEM_OK);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
 	HARNESS_EQ(store_lookup(st, "acct", "k", &r), IDEM_OK);
@@ -1250,7 +1252,7 @@ test_two_handles(void)
 	struct rec r;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
-	cfg.dir = dir;
+	cfg.dir = where;
 	HARNESS_EQ(store_open(&cfg, &s2), IDEM_OK);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(s2);
 	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
@@ -1280,7 +1282,7 @@ test_read_only(void)
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
 	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
-	cfg.dir = dir;
+	cfg.dir = where;
 	HARNESS_EQ(store_open(&cfg, &ro), IDEM_OK);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(ro);
 	HARNESS_EQ(store_lookup(ro, "acct", "k", &r), IDEM_OK);
@@ -1289,10 +1291,65 @@ test_read_only(void)
 	HARNESS_EQ(store_insert_once(ro, "ledger", "c", 1, "v", 1, NULL),
 	    IDEM_EROFS);
 	store_close(ro);
-
+	if (harness_pg())
+		return;
 	snprintf(missing, sizeof(missing), "%s/not/there", dir);
 	cfg.dir = missing;
 	HARNESS_EQ(store_open(&cfg, &ro), IDEM_ENOTFOUND);
+}
+
+/*
+ * PostgreSQL only: the server restarts under an open store.  What was
+ * committed is there afterwards, and the next calls reconnect instead of
+ * failing.
+ */
+static void
+test_pg_restart(void)
+{
+	const char *restart = getenv("IDEM_TEST_PG_RESTART");
+	struct rec r;
+	size_t n;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(restart);
+	HARNESS_EQ(claim(st, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(complete(st, "acct", "k", 1, T0 + 1), IDEM_OK);
+	HARNESS_EQ(system(restart), 0);
+	HARNESS_EQ(store_lookup(st, "acct", "k", &r), IDEM_OK);
+	HARNESS_EQ(r.state, REC_COMPLETED);
+	rec_free(&r);
+	HARNESS_EQ(claim(st, "acct", "k2", fp_a, 2, T0, NULL), ENGINE_CLAIM);
+	HARNESS_EQ(count_records(st, NULL, &n), IDEM_OK);
+	HARNESS_EQ(n, 2);
+}
+
+/*
+ * PostgreSQL only: a database that was never migrated is refused; the
+ * migration brings it to the current version once, and again changes
+ * nothing.
+ */
+static void
+test_pg_migrate(void)
+{
+	const char *bare = getenv("IDEM_TEST_PG_BARE");
+	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL };
+	struct store *s;
+	char err[256];
+	int from, to;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(bare);
+	cfg.dir = bare;
+	HARNESS_EQ(store_open(&cfg, &s), IDEM_EIO);
+	HARNESS_EQ(store_pg_migrate(bare, &from, &to, err, sizeof(err)), 0);
+	HARNESS_EQ(from, 0);
+	HARNESS_EQ(to, 1);
+	HARNESS_EQ(store_pg_migrate(bare, &from, &to, err, sizeof(err)), 0);
+	HARNESS_EQ(from, 1);
+	HARNESS_EQ(to, 1);
+	HARNESS_EQ(store_open(&cfg, &s), IDEM_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	HARNESS_EQ(claim(s, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);
+	store_close(s);
 }
 
 static void
@@ -1359,16 +1416,36 @@ harness_suites(void)
 		{ "two handles in one process", test_two_handles },
 		{ "read only", test_read_only },
 		{ "open creates dir 0700", test_open_creates_dir },
+		{ "PostgreSQL restart: reconnect, nothing lost",
+		    test_pg_restart },
+		{ "PostgreSQL: unmigrated refused, migrate once",
+		    test_pg_migrate },
+	};
+	/* What only an LMDB store has: a map size, a directory. */
+	static const CU_TestFunc lmdb_only[] = {
+		test_map_full, test_full_store_keeps_room_to_complete,
+		test_open_creates_dir,
 	};
 	CU_pSuite s;
-	size_t i;
+	size_t i, j;
+	const size_t nlmdb_only = sizeof(lmdb_only) / sizeof(lmdb_only[0]);
+	int pg = harness_pg();
 
-	s = CU_add_suite_with_setup_and_teardown("store", suite_init, NULL,
-	    store_up, store_down);
+	s = CU_add_suite_with_setup_and_teardown(pg ? "store-pg" :
+	    "store", suite_init, NULL, store_up, store_down);
 	if (s == NULL)
 		return -1;
-	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		if (!pg && (tests[i].fn == test_pg_restart ||
+		    tests[i].fn == test_pg_migrate))
+			continue;
+		for (j = 0; pg && j < nlmdb_only; j++)
+			if (tests[i].fn == lmdb_only[j])
+				break;
+		if (pg && j < nlmdb_only)
+			continue;
 		if (CU_add_test(s, tests[i].name, tests[i].fn) == NULL)
 			return -1;
+	}
 	return 0;
 }

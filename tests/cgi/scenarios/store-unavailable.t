@@ -1,5 +1,6 @@
 # Contract row "store unavailable": IDEM_DB_DIR is a regular file, so the
 # store cannot open: 503 with Retry-After and a problem, no crash.
+# store: LMDB only (store-unreachable.t is the PostgreSQL store's case)
 
 file notadir
 

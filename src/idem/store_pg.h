@@ -1,0 +1,139 @@
+/*
+ * store_pg.h: the PostgreSQL backend's internal interface, shared by its
+ * files and by nothing else.  Only the store_pg*.c files include
+ * libpq-fe.h; SQLSTATEs and libpq statuses become enum idem_err here.
+ *
+ *	store_pg.c		connections, the pool, transactions with
+ *				their retries, the schema and its
+ *				migrations, open/close, the operations table
+ *	store_pg_ops.c		lookup, claim, the writes to an owned claim,
+ *				purge, application rows, walks, hooks
+ *
+ * The schema (version PG_SCHEMA_VERSION, applied by idemctl migrate):
+ *
+ *	idem_schema_version	the migrations applied
+ *	idem_keys		(scope, key) -> rec (record.h encoding),
+ *				purge_at: when purge may delete the record
+ *				(store_lmdb.h's expiry index time), NULL
+ *				for a claim past stage 0 (pending)
+ *	idem_keys_expiry	partial index on purge_at, non-pending rows
+ *	idem_keys_pending	partial index on (scope, key), pending rows
+ *	idem_rows		(tbl, k) -> v: every application table
+ *
+ * scope and key are bytea, so rows sort bytewise as in LMDB.
+ */
+#ifndef IDEM_STORE_PG_H
+#define IDEM_STORE_PG_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <libpq-fe.h>
+
+#include "record.h"
+#include "store.h"
+
+#define PG_SCHEMA_VERSION 1
+/* Connections per process: the writers that run at once. */
+#define PG_POOL_MAX 16
+/* Serialization failures and deadlocks retried before IDEM_EIO. */
+#define PG_RETRIES 32
+/* The longest row key, as in LMDB's default build. */
+#define PG_ROW_KEY_MAX 511
+/* An internal result: roll back and run the transaction again. */
+#define PG_RETRY (-2)
+
+struct pgconn {
+	PGconn *c;
+	int busy;
+	int retry;        /* this transaction failed to serialize */
+};
+
+struct pgstore {
+	struct store base;
+	char *conninfo;
+	int read_only;
+	uint64_t max_keys;
+	pid_t pid;
+	char tables[IDEM_MAX_TABLES][STORE_TABLE_NAME_MAX + 1];
+	size_t ntables;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct pgconn conns[PG_POOL_MAX];
+};
+
+/* Parameters of one statement: bytea in binary, numbers as text. */
+#define PG_MAX_ARGS 8
+struct pgargs {
+	int n;
+	const char *v[PG_MAX_ARGS];
+	int len[PG_MAX_ARGS];
+	int fmt[PG_MAX_ARGS];
+	char num[PG_MAX_ARGS][24];
+};
+
+/* A transaction's body: *commit set to commit whatever it returns. */
+typedef int (*pg_tx_fn)(struct pgstore *s, struct pgconn *pc, void *arg,
+    int *commit);
+
+struct pgstore *pgstore_of(struct store *s);
+void pg_arg_bytes(struct pgargs *a, const void *p, size_t n);
+void pg_arg_u64(struct pgargs *a, uint64_t x);
+void pg_arg_null(struct pgargs *a);
+void pg_arg_str(struct pgargs *a, const char *str);
+/*
+ * Runs sql with a's parameters (a may be NULL), binary results.  *res
+ * (PQclear) on IDEM_OK; PG_RETRY for a serialization failure or a
+ * deadlock, IDEM_EEXIST for a unique violation, IDEM_EIO otherwise.
+ */
+int pg_exec(struct pgconn *pc, const char *sql, struct pgargs *a,
+    PGresult **res);
+/* pg_exec without a result. */
+int pg_run(struct pgconn *pc, const char *sql, struct pgargs *a);
+uint64_t pg_get_u64(const PGresult *r, int row, int col);
+/* One statement outside an explicit transaction (reads). */
+int pg_acquire(struct pgstore *s, struct pgconn **pc);
+void pg_release(struct pgstore *s, struct pgconn *pc);
+/* One transaction, retried when it fails to serialize. */
+int pg_write(struct pgstore *s, pg_tx_fn fn, void *arg);
+int pg_table_ok(const struct pgstore *s, const char *name);
+
+/* store_pg_ops.c */
+int pg_lookup(struct store *base, const char *scope, const char *key,
+    struct rec *out);
+int pg_claim(struct store *base, const char *scope, const char *key,
+    const uint8_t fp[FP_SIZE], const uint8_t token[REC_TOKEN_SIZE],
+    uint64_t now_ms, uint64_t lease_ms, uint64_t ttl_ms,
+    const struct store_first *first, struct store_claim *out);
+int pg_checkpoint(struct store *base, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], uint32_t stage, const void *cp,
+    size_t cplen, uint64_t now_ms, uint64_t lease_ms);
+int pg_complete(struct store *base, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], const struct rec_response *resp,
+    idem_tx_fn hook, void *hook_ctx, uint64_t now_ms, uint64_t ttl_ms);
+int pg_release_claim(struct store *base, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], idem_tx_fn hook, void *hook_ctx);
+int pg_abandon(struct store *base, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], uint64_t now_ms);
+int pg_purge(struct store *base, uint64_t now_ms, size_t max,
+    size_t *purged);
+int pg_get(struct store *base, const char *table, const void *key,
+    size_t keylen, struct buf *out);
+int pg_insert_once(struct store *base, const char *table, const void *key,
+    size_t keylen, const void *val, size_t vallen, struct buf *existing);
+int pg_scan(struct store *base, const char *table, const void *prefix,
+    size_t prefixlen, int reverse, size_t limit, store_scan_fn fn,
+    void *ctx);
+int pg_each(struct store *base, store_each_fn fn, void *ctx);
+int pg_each_pending(struct store *base, store_each_fn fn, void *ctx);
+int pg_count(struct store *base, const char *table, size_t *n);
+int pg_tx_get(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen, const void **val, size_t *vallen);
+int pg_tx_put(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen, const void *val, size_t vallen);
+int pg_tx_del(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen);
+
+#endif

@@ -1,0 +1,986 @@
+/*
+ * store_pg_ops.c: the PostgreSQL backend's operations (store_pg.h), each
+ * with the contract of store.h and the LMDB backend's semantics.
+ *
+ * A write is one transaction (pg_write) that locks the record's row
+ * first (SELECT ... FOR UPDATE) and decides on what it read there; a
+ * fresh claim inserts with ON CONFLICT DO NOTHING, and when another
+ * transaction inserted the same key first the whole transaction runs
+ * again and finds that row.  Nothing is ever decided on a read made
+ * outside the write.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "buf.h"
+#include "crypto.h"
+#include "engine.h"
+#include "err.h"
+#include "fault.h"
+#include "record.h"
+#include "store_pg.h"
+
+/* See STORE_LIMIT_PURGE in store_lmdb_claim.c. */
+#define PG_LIMIT_PURGE 64
+
+static uint64_t
+pg_add_ms(uint64_t now_ms, uint64_t span_ms)
+{
+	return span_ms > UINT64_MAX - now_ms ? UINT64_MAX : now_ms + span_ms;
+}
+
+/*
+ * IDEM_EINVAL for a missing or empty scope or key, IDEM_ETOOBIG past
+ * the LMDB backend's bound (lstore_key_make), so that a key one store
+ * takes the other takes too.
+ */
+static int
+pg_names_check(const char *scope, const char *key)
+{
+	size_t slen, klen;
+
+	if (scope == NULL || key == NULL || *scope == '\0' || *key == '\0')
+		return IDEM_EINVAL;
+	slen = strlen(scope);
+	klen = strlen(key);
+	if (slen > PG_ROW_KEY_MAX || klen > PG_ROW_KEY_MAX ||
+	    8 + slen + 1 + klen > PG_ROW_KEY_MAX)
+		return IDEM_ETOOBIG;
+	return IDEM_OK;
+}
+
+/*
+ * Where the record is indexed (lstore_index_of): 0 for pending, else 1
+ * and the time purge may delete it.
+ */
+static int
+pg_purge_at(const struct rec *r, uint64_t *at)
+{
+	*at = 0;
+	if (r->state == REC_IN_PROGRESS && r->stage != 0)
+		return 0;
+	*at = r->expires_ms;
+	if (r->state == REC_IN_PROGRESS && r->lease_ms > *at)
+		*at = r->lease_ms;
+	return 1;
+}
+
+/* Reads the record (locked when lock is set): IDEM_ENOTFOUND. */
+static int
+pg_rec_get(struct pgconn *pc, const char *scope, const char *key, int lock,
+    struct rec *r)
+{
+	struct pgargs a = { 0 };
+	PGresult *res;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	pg_arg_bytes(&a, scope, strlen(scope));
+	pg_arg_bytes(&a, key, strlen(key));
+	if ((rc = pg_exec(pc, lock ?
+	    "SELECT rec FROM idem_keys WHERE scope = $1 AND key = $2 "
+	    "FOR UPDATE" :
+	    "SELECT rec FROM idem_keys WHERE scope = $1 AND key = $2",
+	    &a, &res)) != IDEM_OK)
+		return rc;
+	if (PQntuples(res) == 0)
+		rc = IDEM_ENOTFOUND;
+	else
+		rc = rec_decode(PQgetvalue(res, 0, 0), (size_t)PQgetlength(res,
+		    0, 0), r);
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * Writes r as the record of (scope, key) with its index column: insert
+ * (IDEM_EEXIST when the key exists: another claim got there first) or
+ * update.
+ */
+static int
+pg_rec_put(struct pgconn *pc, const char *scope, const char *key,
+    const struct rec *r, int insert)
+{
+	struct buf b = BUF_INIT;
+	struct pgargs a = { 0 };
+	PGresult *res;
+	uint64_t at;
+	int rc;
+
+	if ((rc = rec_encode(r, &b)) != IDEM_OK)
+		goto out;
+	pg_arg_bytes(&a, scope, strlen(scope));
+	pg_arg_bytes(&a, key, strlen(key));
+	pg_arg_bytes(&a, b.data, b.len);
+	if (pg_purge_at(r, &at))
+		pg_arg_u64(&a, at);
+	else
+		pg_arg_null(&a);
+	rc = pg_exec(pc, insert ?
+	    "INSERT INTO idem_keys (scope, key, rec, purge_at) "
+	    "VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING" :
+	    "UPDATE idem_keys SET rec = $3, purge_at = $4 "
+	    "WHERE scope = $1 AND key = $2", &a, &res);
+	if (rc == IDEM_OK) {
+		if (strcmp(PQcmdTuples(res), "1") != 0)
+			rc = insert ? IDEM_EEXIST : IDEM_ENOTFOUND;
+		PQclear(res);
+	}
+out:
+	buf_free(&b);
+	return rc;
+}
+
+int
+pg_lookup(struct store *base, const char *scope, const char *key,
+    struct rec *out)
+{
+	struct pgstore *s = pgstore_of(base);
+	struct pgconn *pc;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = pg_names_check(scope, key)) != IDEM_OK)
+		return rc;
+	if ((rc = pg_acquire(s, &pc)) != IDEM_OK)
+		return rc;
+	rc = pg_rec_get(pc, scope, key, 0, out);
+	pg_release(s, pc);
+	return rc;
+}
+
+/* A hook's transaction; the results its reads point into. */
+struct pg_tx {
+	struct pgstore *s;
+	struct pgconn *pc;
+	PGresult **held;
+	size_t nheld;
+};
+
+static void
+pg_tx_end(struct pg_tx *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nheld; i++)
+		PQclear(t->held[i]);
+	free(t->held);
+	t->held = NULL;
+	t->nheld = 0;
+}
+
+static int
+pg_run_hook(struct pgstore *s, struct pgconn *pc, idem_tx_fn hook, void *ctx,
+    struct idem_tx *tx)
+{
+	struct pg_tx t = { s, pc, NULL, 0 };
+	struct idem_tx own;
+	int rc;
+
+	if (tx == NULL) {
+		memset(&own, 0, sizeof(own));
+		tx = &own;
+	}
+	tx->s = &s->base;
+	tx->impl = &t;
+	tx->respond = NULL;
+	rc = hook(ctx, tx);
+	pg_tx_end(&t);
+	return rc;
+}
+
+static int
+pg_purge_tx(struct pgconn *pc, uint64_t now_ms, size_t max, size_t *purged)
+{
+	struct pgargs a = { 0 };
+	PGresult *res;
+	int rc;
+
+	*purged = 0;
+	pg_arg_u64(&a, now_ms);
+	pg_arg_u64(&a, max);
+	if ((rc = pg_exec(pc, "DELETE FROM idem_keys WHERE ctid IN ("
+	    "SELECT ctid FROM idem_keys WHERE purge_at <= $1 "
+	    "ORDER BY purge_at LIMIT $2 FOR UPDATE SKIP LOCKED)",
+	    &a, &res)) != IDEM_OK)
+		return rc;
+	*purged = strtoul(PQcmdTuples(res), NULL, 10);
+	PQclear(res);
+	return IDEM_OK;
+}
+
+/*
+ * A 63-bit hash (FNV-1a) of what an advisory lock stands for: a tag
+ * ('s' a scope, 'r' an application row), then a name and bytes.  Two
+ * things that share a hash only wait for each other.
+ */
+static uint64_t
+pg_lock_hash(char tag, const char *name, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	uint64_t h = 14695981039346656037ULL;
+	size_t i;
+
+	h = (h ^ (uint8_t)tag) * 1099511628211ULL;
+	for (; *name != '\0'; name++)
+		h = (h ^ (uint8_t)*name) * 1099511628211ULL;
+	h = h * 1099511628211ULL;
+	for (i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ULL;
+	return h >> 1;
+}
+
+static int
+pg_lock(struct pgconn *pc, uint64_t h)
+{
+	struct pgargs a = { 0 };
+
+	pg_arg_u64(&a, h);
+	return pg_run(pc, "SELECT pg_advisory_xact_lock($1::bigint)", &a);
+}
+
+static int
+pg_scope_count(struct pgconn *pc, const char *scope, uint64_t max,
+    uint64_t *n)
+{
+	struct pgargs a = { 0 };
+	PGresult *res;
+	int rc;
+
+	pg_arg_bytes(&a, scope, strlen(scope));
+	pg_arg_u64(&a, max);
+	if ((rc = pg_exec(pc, "SELECT count(*) FROM (SELECT 1 FROM idem_keys "
+	    "WHERE scope = $1 LIMIT $2) t", &a, &res)) != IDEM_OK)
+		return rc;
+	*n = pg_get_u64(res, 0, 0);
+	PQclear(res);
+	return IDEM_OK;
+}
+
+/*
+ * IDEM_OK when the scope may hold one more record, IDEM_ELIMIT when it
+ * may not (after purging what has expired, which *changed reports).  The
+ * scope's claims of new keys take turns here (a transaction-scoped
+ * advisory lock), so two of them cannot both take the last place; the
+ * count reads at most max rows of the scope.
+ */
+static int
+pg_limit_check(struct pgstore *s, struct pgconn *pc, const char *scope,
+    uint64_t now_ms, uint64_t ttl_ms, uint32_t *retry_after, int *changed)
+{
+	PGresult *res;
+	uint64_t n, wait = ttl_ms, at, secs;
+	size_t purged = 0;
+	int rc;
+
+	if ((rc = pg_lock(pc, pg_lock_hash('s', scope, NULL, 0))) != IDEM_OK ||
+	    (rc = pg_scope_count(pc, scope, s->max_keys, &n)) != IDEM_OK)
+		return rc;
+	if (n < s->max_keys)
+		return IDEM_OK;
+	if ((rc = pg_purge_tx(pc, now_ms, PG_LIMIT_PURGE, &purged)) !=
+	    IDEM_OK ||
+	    (rc = pg_scope_count(pc, scope, s->max_keys, &n)) != IDEM_OK)
+		return rc;
+	*changed = purged > 0;
+	if (n < s->max_keys)
+		return IDEM_OK;
+	if ((rc = pg_exec(pc, "SELECT purge_at FROM idem_keys WHERE purge_at "
+	    "IS NOT NULL ORDER BY purge_at LIMIT 1", NULL, &res)) != IDEM_OK)
+		return rc;
+	if (PQntuples(res) == 1) {
+		at = pg_get_u64(res, 0, 0);
+		wait = at > now_ms ? at - now_ms : 0;
+		if (wait > ttl_ms)
+			wait = ttl_ms;
+	}
+	PQclear(res);
+	secs = wait / 1000 + (wait % 1000 != 0);
+	if (secs < 1)
+		secs = 1;
+	*retry_after = secs > UINT32_MAX ? UINT32_MAX : (uint32_t)secs;
+	return IDEM_ELIMIT;
+}
+
+struct pg_claim_job {
+	const char *scope, *key;
+	const uint8_t *fp, *token;
+	const struct store_first *first;
+	uint64_t now_ms, lease_ms, ttl_ms;
+	struct store_claim *out;
+};
+
+static int
+pg_claim_fresh(struct pg_claim_job *a, struct rec *r)
+{
+	rec_free(r);
+	memset(r, 0, sizeof(*r));
+	r->state = REC_IN_PROGRESS;
+	memcpy(r->fp, a->fp, FP_SIZE);
+	memcpy(r->token, a->token, REC_TOKEN_SIZE);
+	r->created_ms = a->now_ms;
+	r->expires_ms = pg_add_ms(a->now_ms, a->ttl_ms);
+	r->lease_ms = pg_add_ms(a->now_ms, a->lease_ms);
+	r->attempts = 1;
+	if (a->first != NULL) {
+		r->stage = a->first->stage;
+		if (a->first->cplen > 0) {
+			void *cp = malloc(a->first->cplen);
+
+			if (cp == NULL)
+				return IDEM_ENOMEM;
+			memcpy(cp, a->first->cp, a->first->cplen);
+			rec_adopt_cp(r, cp, a->first->cplen);
+		}
+	}
+	return IDEM_OK;
+}
+
+static int
+pg_claim_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
+{
+	struct pg_claim_job *a = arg;
+	struct store_claim *out = a->out;
+	uint64_t exp;
+	int rc, found, purged = 0;
+
+	/* A transaction run again starts from its arguments. */
+	rec_free(&out->rec);
+	memset(out, 0, sizeof(*out));
+	rc = pg_rec_get(pc, a->scope, a->key, 1, &out->rec);
+	if (rc != IDEM_OK && rc != IDEM_ENOTFOUND)
+		return rc;
+	found = rc == IDEM_OK;
+	out->decision = engine_decide(found ? &out->rec : NULL, a->fp,
+	    a->now_ms, &out->retry_after);
+	if ((out->decision == ENGINE_CLAIM ||
+	    out->decision == ENGINE_TAKEOVER) && fault_point("store_claim"))
+		return IDEM_EFULL;
+	switch (out->decision) {
+	case ENGINE_CLAIM:
+		if (!found && s->max_keys > 0 &&
+		    (rc = pg_limit_check(s, pc, a->scope, a->now_ms, a->ttl_ms,
+		    &out->retry_after, &purged)) != IDEM_OK) {
+			*commit = rc == IDEM_ELIMIT && purged;
+			return rc;
+		}
+		if ((rc = pg_claim_fresh(a, &out->rec)) != IDEM_OK)
+			return rc;
+		rc = pg_rec_put(pc, a->scope, a->key, &out->rec, !found);
+		/* Another transaction inserted the key: decide again. */
+		if (rc == IDEM_EEXIST)
+			return PG_RETRY;
+		if (rc == IDEM_OK && a->first != NULL &&
+		    a->first->hook != NULL)
+			rc = pg_run_hook(s, pc, a->first->hook,
+			    a->first->hook_ctx, NULL);
+		break;
+	case ENGINE_TAKEOVER:
+		exp = pg_add_ms(store_commit_ms(&s->base, a->now_ms),
+		    a->ttl_ms);
+		memcpy(out->rec.token, a->token, REC_TOKEN_SIZE);
+		out->rec.lease_ms = pg_add_ms(a->now_ms, a->lease_ms);
+		if (exp > out->rec.expires_ms)
+			out->rec.expires_ms = exp;
+		if (out->rec.attempts < UINT32_MAX)
+			out->rec.attempts++;
+		rc = pg_rec_put(pc, a->scope, a->key, &out->rec, 0);
+		break;
+	default:
+		return IDEM_OK;
+	}
+	if (rc != IDEM_OK)
+		return rc;
+	fault_point("store_claim_commit");
+	*commit = 1;
+	return IDEM_OK;
+}
+
+int
+pg_claim(struct store *base, const char *scope, const char *key,
+    const uint8_t fp[FP_SIZE], const uint8_t token[REC_TOKEN_SIZE],
+    uint64_t now_ms, uint64_t lease_ms, uint64_t ttl_ms,
+    const struct store_first *first, struct store_claim *out)
+{
+	struct pg_claim_job a = { scope, key, fp, token, first, now_ms,
+	    lease_ms, ttl_ms, out };
+	uint32_t retry_after;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (lease_ms == 0 || ttl_ms == 0)
+		return IDEM_EINVAL;
+	if ((rc = pg_names_check(scope, key)) != IDEM_OK)
+		return rc;
+	if (first != NULL && (first->cplen > REC_MAX_CHECKPOINT ||
+	    (first->cplen > 0 && first->cp == NULL)))
+		return IDEM_EINVAL;
+	if ((rc = pg_write(pgstore_of(base), pg_claim_run, &a)) == IDEM_OK)
+		return IDEM_OK;
+	retry_after = out->retry_after;
+	rec_free(&out->rec);
+	memset(out, 0, sizeof(*out));
+	if (rc == IDEM_ELIMIT)
+		out->retry_after = retry_after;
+	return rc;
+}
+
+/* A write to a claim we own (store_lmdb_claim.c's store_own_job). */
+struct pg_own_job;
+typedef int (*pg_own_fn)(struct pgstore *s, struct pgconn *pc,
+    struct pg_own_job *a, const struct rec *cur);
+
+struct pg_own_job {
+	const char *scope, *key;
+	const uint8_t *token;
+	pg_own_fn fn;
+	uint64_t now_ms, span_ms;
+	uint32_t stage;
+	const void *cp;
+	size_t cplen;
+	const struct rec_response *resp;
+	idem_tx_fn hook;
+	void *hook_ctx;
+};
+
+static int
+pg_own_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
+{
+	struct pg_own_job *a = arg;
+	struct rec cur;
+	int rc;
+
+	(void)commit;
+	rc = pg_rec_get(pc, a->scope, a->key, 1, &cur);
+	if (rc == IDEM_ENOTFOUND)
+		return IDEM_ELOST;
+	if (rc != IDEM_OK)
+		return rc;
+	if (cur.state != REC_IN_PROGRESS ||
+	    !crypto_equal(cur.token, a->token, REC_TOKEN_SIZE))
+		rc = IDEM_ELOST;
+	else
+		rc = a->fn(s, pc, a, &cur);
+	rec_free(&cur);
+	return rc;
+}
+
+static int
+pg_own_write(struct store *base, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], struct pg_own_job *a)
+{
+	int rc;
+
+	if (token == NULL)
+		return IDEM_EINVAL;
+	if ((rc = pg_names_check(scope, key)) != IDEM_OK)
+		return rc;
+	a->scope = scope;
+	a->key = key;
+	a->token = token;
+	return pg_write(pgstore_of(base), pg_own_run, a);
+}
+
+static int
+pg_checkpoint_op(struct pgstore *s, struct pgconn *pc, struct pg_own_job *a,
+    const struct rec *cur)
+{
+	struct rec next;
+
+	(void)s;
+	if (fault_point("store_checkpoint"))
+		return IDEM_EFULL;
+	next = *cur;
+	next.stage = a->stage;
+	next.cp = (uint8_t *)a->cp;
+	next.cplen = a->cplen;
+	next.lease_ms = pg_add_ms(a->now_ms, a->span_ms);
+	return pg_rec_put(pc, a->scope, a->key, &next, 0);
+}
+
+int
+pg_checkpoint(struct store *base, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], uint32_t stage, const void *cp,
+    size_t cplen, uint64_t now_ms, uint64_t lease_ms)
+{
+	struct pg_own_job a;
+
+	if (cplen > REC_MAX_CHECKPOINT)
+		return IDEM_ETOOBIG;
+	if (cplen > 0 && cp == NULL)
+		return IDEM_EINVAL;
+	memset(&a, 0, sizeof(a));
+	a.fn = pg_checkpoint_op;
+	a.now_ms = now_ms;
+	a.span_ms = lease_ms;
+	a.stage = stage;
+	a.cp = cp;
+	a.cplen = cplen;
+	return pg_own_write(base, scope, key, token, &a);
+}
+
+static int
+pg_complete_op(struct pgstore *s, struct pgconn *pc, struct pg_own_job *a,
+    const struct rec *cur)
+{
+	/* The clock is read here, with the row locked: the commit's time. */
+	uint64_t exp = pg_add_ms(store_commit_ms(&s->base, a->now_ms),
+	    a->span_ms);
+	struct idem_tx tx;
+	struct rec done;
+	int rc;
+
+	if (fault_point("store_complete"))
+		return IDEM_EFULL;
+	memset(&tx, 0, sizeof(tx));
+	tx.may_respond = 1;
+	if (a->hook != NULL &&
+	    (rc = pg_run_hook(s, pc, a->hook, a->hook_ctx, &tx)) != IDEM_OK)
+		return rc;
+	done = *cur;
+	done.state = REC_COMPLETED;
+	memset(done.token, 0, sizeof(done.token));
+	done.lease_ms = a->now_ms;
+	if (exp > done.expires_ms)
+		done.expires_ms = exp;
+	done.cp = NULL;
+	done.cplen = 0;
+	if (tx.respond != NULL)
+		rc = rec_response_borrow(tx.respond, &done.resp);
+	else {
+		done.resp = *a->resp;
+		rc = IDEM_OK;
+	}
+	if (rc != IDEM_OK ||
+	    (rc = pg_rec_put(pc, a->scope, a->key, &done, 0)) != IDEM_OK)
+		return rc;
+	fault_point("store_complete_commit");
+	return IDEM_OK;
+}
+
+int
+pg_complete(struct store *base, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], const struct rec_response *resp,
+    idem_tx_fn hook, void *hook_ctx, uint64_t now_ms, uint64_t ttl_ms)
+{
+	struct pg_own_job a;
+
+	if (resp == NULL)
+		return IDEM_EINVAL;
+	memset(&a, 0, sizeof(a));
+	a.fn = pg_complete_op;
+	a.now_ms = now_ms;
+	a.span_ms = ttl_ms;
+	a.resp = resp;
+	a.hook = hook;
+	a.hook_ctx = hook_ctx;
+	return pg_own_write(base, scope, key, token, &a);
+}
+
+static int
+pg_release_op(struct pgstore *s, struct pgconn *pc, struct pg_own_job *a,
+    const struct rec *cur)
+{
+	struct pgargs args = { 0 };
+	int rc;
+
+	(void)cur;
+	if (a->hook != NULL &&
+	    (rc = pg_run_hook(s, pc, a->hook, a->hook_ctx, NULL)) != IDEM_OK)
+		return rc;
+	pg_arg_bytes(&args, a->scope, strlen(a->scope));
+	pg_arg_bytes(&args, a->key, strlen(a->key));
+	return pg_run(pc, "DELETE FROM idem_keys WHERE scope = $1 AND "
+	    "key = $2", &args);
+}
+
+int
+pg_release_claim(struct store *base, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], idem_tx_fn hook, void *hook_ctx)
+{
+	struct pg_own_job a;
+
+	memset(&a, 0, sizeof(a));
+	a.fn = pg_release_op;
+	a.hook = hook;
+	a.hook_ctx = hook_ctx;
+	return pg_own_write(base, scope, key, token, &a);
+}
+
+static int
+pg_abandon_op(struct pgstore *s, struct pgconn *pc, struct pg_own_job *a,
+    const struct rec *cur)
+{
+	struct rec next;
+
+	(void)s;
+	next = *cur;
+	next.lease_ms = a->now_ms;
+	return pg_rec_put(pc, a->scope, a->key, &next, 0);
+}
+
+int
+pg_abandon(struct store *base, const char *scope, const char *key,
+    const uint8_t token[REC_TOKEN_SIZE], uint64_t now_ms)
+{
+	struct pg_own_job a;
+
+	memset(&a, 0, sizeof(a));
+	a.fn = pg_abandon_op;
+	a.now_ms = now_ms;
+	return pg_own_write(base, scope, key, token, &a);
+}
+
+struct pg_purge_job {
+	uint64_t now_ms;
+	size_t max;
+	size_t *purged;
+};
+
+static int
+pg_purge_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
+{
+	struct pg_purge_job *a = arg;
+
+	(void)s;
+	(void)commit;
+	return pg_purge_tx(pc, a->now_ms, a->max, a->purged);
+}
+
+int
+pg_purge(struct store *base, uint64_t now_ms, size_t max, size_t *purged)
+{
+	struct pg_purge_job a = { now_ms, max, purged };
+
+	*purged = 0;
+	if (max == 0)
+		return IDEM_OK;
+	return pg_write(pgstore_of(base), pg_purge_run, &a);
+}
+
+/* Checks the table and the row key: IDEM_EINVAL, IDEM_ETOOBIG. */
+static int
+pg_row_key(const struct pgstore *s, const char *table, const void *key,
+    size_t keylen)
+{
+	if (!pg_table_ok(s, table) || key == NULL || keylen == 0)
+		return IDEM_EINVAL;
+	return keylen > PG_ROW_KEY_MAX ? IDEM_ETOOBIG : IDEM_OK;
+}
+
+/*
+ * Reads a row; lock: in a write, which first locks the row's name
+ * (existing or not) until it commits.
+ */
+static int
+pg_row_read(struct pgconn *pc, const char *table, const void *key,
+    size_t keylen, int lock, PGresult **res)
+{
+	struct pgargs a = { 0 };
+	int rc;
+
+	if (lock && (rc = pg_lock(pc, pg_lock_hash('r', table, key,
+	    keylen))) != IDEM_OK)
+		return rc;
+	pg_arg_str(&a, table);
+	pg_arg_bytes(&a, key, keylen);
+	if ((rc = pg_exec(pc, "SELECT v FROM idem_rows WHERE tbl = $1 AND "
+	    "k = $2", &a, res)) != IDEM_OK)
+		return rc;
+	if (PQntuples(*res) == 0) {
+		PQclear(*res);
+		*res = NULL;
+		return IDEM_ENOTFOUND;
+	}
+	return IDEM_OK;
+}
+
+int
+pg_get(struct store *base, const char *table, const void *key,
+    size_t keylen, struct buf *out)
+{
+	struct pgstore *s = pgstore_of(base);
+	struct pgconn *pc;
+	PGresult *res;
+	int rc;
+
+	if ((rc = pg_row_key(s, table, key, keylen)) != IDEM_OK)
+		return rc;
+	if ((rc = pg_acquire(s, &pc)) != IDEM_OK)
+		return rc;
+	if ((rc = pg_row_read(pc, table, key, keylen, 0, &res)) == IDEM_OK) {
+		rc = buf_append(out, PQgetvalue(res, 0, 0),
+		    (size_t)PQgetlength(res, 0, 0));
+		PQclear(res);
+	}
+	pg_release(s, pc);
+	return rc;
+}
+
+struct pg_insert_job {
+	const char *table;
+	const void *key, *val;
+	size_t keylen, vallen;
+	struct buf *existing;
+	size_t existing_len;
+};
+
+static int
+pg_insert_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
+{
+	struct pg_insert_job *a = arg;
+	struct pgargs args = { 0 };
+	PGresult *res;
+	int rc;
+
+	(void)s;
+	(void)commit;
+	if (a->existing != NULL)
+		a->existing->len = a->existing_len;
+	pg_arg_str(&args, a->table);
+	pg_arg_bytes(&args, a->key, a->keylen);
+	pg_arg_bytes(&args, a->val, a->vallen);
+	if ((rc = pg_exec(pc, "INSERT INTO idem_rows (tbl, k, v) VALUES "
+	    "($1, $2, $3) ON CONFLICT DO NOTHING", &args, &res)) != IDEM_OK)
+		return rc;
+	rc = strcmp(PQcmdTuples(res), "1") == 0 ? IDEM_OK : IDEM_EEXIST;
+	PQclear(res);
+	if (rc == IDEM_OK)
+		return rc;
+	/* The row that was there first: it is visible to this statement. */
+	if ((rc = pg_row_read(pc, a->table, a->key, a->keylen, 0, &res)) ==
+	    IDEM_ENOTFOUND)
+		return PG_RETRY;
+	if (rc != IDEM_OK)
+		return rc;
+	rc = IDEM_EEXIST;
+	if (a->existing != NULL && buf_append(a->existing,
+	    PQgetvalue(res, 0, 0), (size_t)PQgetlength(res, 0, 0)) != IDEM_OK)
+		rc = IDEM_ENOMEM;
+	PQclear(res);
+	return rc;
+}
+
+int
+pg_insert_once(struct store *base, const char *table, const void *key,
+    size_t keylen, const void *val, size_t vallen, struct buf *existing)
+{
+	struct pgstore *s = pgstore_of(base);
+	struct pg_insert_job a = { table, key, val, keylen, vallen, existing,
+	    existing != NULL ? existing->len : 0 };
+	int rc;
+
+	if ((rc = pg_row_key(s, table, key, keylen)) != IDEM_OK)
+		return rc;
+	if (vallen > 0 && val == NULL)
+		return IDEM_EINVAL;
+	return pg_write(s, pg_insert_run, &a);
+}
+
+int
+pg_scan(struct store *base, const char *table, const void *prefix,
+    size_t prefixlen, int reverse, size_t limit, store_scan_fn fn, void *ctx)
+{
+	struct pgstore *s = pgstore_of(base);
+	uint8_t succ[PG_ROW_KEY_MAX];
+	struct pgargs a = { 0 };
+	struct pgconn *pc;
+	PGresult *res;
+	size_t n = prefixlen;
+	int rc, i;
+
+	if (!pg_table_ok(s, table) || fn == NULL ||
+	    (prefixlen > 0 && prefix == NULL))
+		return IDEM_EINVAL;
+	if (prefixlen > PG_ROW_KEY_MAX)
+		return IDEM_OK;
+	/*
+	 * Keys with the prefix are at or after it and before its successor
+	 * (store_lmdb_rows.c, lstore_scan_last): a range on the primary key.
+	 */
+	if (prefixlen > 0)
+		memcpy(succ, prefix, prefixlen);
+	while (n > 0 && succ[n - 1] == 0xff)
+		n--;
+	if (n > 0)
+		succ[n - 1]++;
+	pg_arg_str(&a, table);
+	pg_arg_bytes(&a, prefix, prefixlen);
+	if (n > 0)
+		pg_arg_bytes(&a, succ, n);
+	else
+		pg_arg_null(&a);
+	pg_arg_u64(&a, limit > 0 ? limit : INT64_MAX);
+	if ((rc = pg_acquire(s, &pc)) != IDEM_OK)
+		return rc;
+	rc = pg_exec(pc, reverse ?
+	    "SELECT k, v FROM idem_rows WHERE tbl = $1 AND k >= $2 AND "
+	    "($3::bytea IS NULL OR k < $3) ORDER BY k DESC LIMIT $4" :
+	    "SELECT k, v FROM idem_rows WHERE tbl = $1 AND k >= $2 AND "
+	    "($3::bytea IS NULL OR k < $3) ORDER BY k LIMIT $4", &a, &res);
+	pg_release(s, pc);
+	if (rc != IDEM_OK)
+		return rc;
+	for (i = 0; i < PQntuples(res); i++)
+		if (fn(ctx, PQgetvalue(res, i, 0), (size_t)PQgetlength(res, i,
+		    0), PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i,
+		    1)) != 0)
+			break;
+	PQclear(res);
+	return IDEM_OK;
+}
+
+static int
+pg_walk(struct store *base, const char *sql, store_each_fn fn, void *ctx)
+{
+	struct pgstore *s = pgstore_of(base);
+	struct pgconn *pc;
+	PGresult *res;
+	struct rec r;
+	char *scope, *key;
+	int rc, i, slen, klen;
+
+	if (fn == NULL)
+		return IDEM_EINVAL;
+	if ((rc = pg_acquire(s, &pc)) != IDEM_OK)
+		return rc;
+	rc = pg_exec(pc, sql, NULL, &res);
+	pg_release(s, pc);
+	if (rc != IDEM_OK)
+		return rc;
+	for (i = 0; i < PQntuples(res) && rc == IDEM_OK; i++) {
+		slen = PQgetlength(res, i, 0);
+		klen = PQgetlength(res, i, 1);
+		if ((scope = malloc((size_t)slen + (size_t)klen + 2)) == NULL) {
+			rc = IDEM_ENOMEM;
+			break;
+		}
+		key = scope + slen + 1;
+		memcpy(scope, PQgetvalue(res, i, 0), (size_t)slen);
+		scope[slen] = '\0';
+		memcpy(key, PQgetvalue(res, i, 1), (size_t)klen);
+		key[klen] = '\0';
+		if ((rc = rec_decode(PQgetvalue(res, i, 2),
+		    (size_t)PQgetlength(res, i, 2), &r)) == IDEM_OK) {
+			if (fn(ctx, scope, key, &r) != 0)
+				i = PQntuples(res);
+			rec_free(&r);
+		}
+		free(scope);
+	}
+	PQclear(res);
+	return rc;
+}
+
+int
+pg_each(struct store *base, store_each_fn fn, void *ctx)
+{
+	return pg_walk(base, "SELECT scope, key, rec FROM idem_keys "
+	    "ORDER BY scope, key", fn, ctx);
+}
+
+int
+pg_each_pending(struct store *base, store_each_fn fn, void *ctx)
+{
+	return pg_walk(base, "SELECT scope, key, rec FROM idem_keys "
+	    "WHERE purge_at IS NULL ORDER BY scope, key", fn, ctx);
+}
+
+int
+pg_count(struct store *base, const char *table, size_t *n)
+{
+	struct pgstore *s = pgstore_of(base);
+	struct pgargs a = { 0 };
+	struct pgconn *pc;
+	PGresult *res;
+	int rc;
+
+	*n = 0;
+	if (!pg_table_ok(s, table))
+		return IDEM_EINVAL;
+	pg_arg_str(&a, table);
+	if ((rc = pg_acquire(s, &pc)) != IDEM_OK)
+		return rc;
+	if ((rc = pg_exec(pc, "SELECT count(*) FROM idem_rows WHERE tbl = $1",
+	    &a, &res)) == IDEM_OK) {
+		*n = (size_t)pg_get_u64(res, 0, 0);
+		PQclear(res);
+	}
+	pg_release(s, pc);
+	return rc;
+}
+
+int
+pg_tx_get(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen, const void **val, size_t *vallen)
+{
+	struct pg_tx *t = tx->impl;
+	PGresult *res, **held;
+	int rc;
+
+	*val = NULL;
+	*vallen = 0;
+	if ((rc = pg_row_key(t->s, table, key, keylen)) != IDEM_OK)
+		return rc;
+	if ((rc = pg_row_read(t->pc, table, key, keylen, 1, &res)) != IDEM_OK)
+		return rc;
+	/* The value lives as long as the hook's transaction. */
+	if ((held = realloc(t->held, (t->nheld + 1) * sizeof(*held))) ==
+	    NULL) {
+		PQclear(res);
+		return IDEM_ENOMEM;
+	}
+	t->held = held;
+	t->held[t->nheld++] = res;
+	*val = PQgetvalue(res, 0, 0);
+	*vallen = (size_t)PQgetlength(res, 0, 0);
+	return IDEM_OK;
+}
+
+int
+pg_tx_put(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen, const void *val, size_t vallen)
+{
+	struct pg_tx *t = tx->impl;
+	struct pgargs a = { 0 };
+	int rc;
+
+	if (vallen > 0 && val == NULL)
+		return IDEM_EINVAL;
+	if ((rc = pg_row_key(t->s, table, key, keylen)) != IDEM_OK)
+		return rc;
+	if ((rc = pg_lock(t->pc, pg_lock_hash('r', table, key, keylen))) !=
+	    IDEM_OK)
+		return rc;
+	pg_arg_str(&a, table);
+	pg_arg_bytes(&a, key, keylen);
+	pg_arg_bytes(&a, val, vallen);
+	return pg_run(t->pc, "INSERT INTO idem_rows (tbl, k, v) VALUES "
+	    "($1, $2, $3) ON CONFLICT (tbl, k) DO UPDATE SET v = EXCLUDED.v",
+	    &a);
+}
+
+int
+pg_tx_del(struct idem_tx *tx, const char *table, const void *key,
+    size_t keylen)
+{
+	struct pg_tx *t = tx->impl;
+	struct pgargs a = { 0 };
+	PGresult *res;
+	int rc;
+
+	if ((rc = pg_row_key(t->s, table, key, keylen)) != IDEM_OK ||
+	    (rc = pg_lock(t->pc, pg_lock_hash('r', table, key, keylen))) !=
+	    IDEM_OK)
+		return rc;
+	pg_arg_str(&a, table);
+	pg_arg_bytes(&a, key, keylen);
+	if ((rc = pg_exec(t->pc, "DELETE FROM idem_rows WHERE tbl = $1 AND "
+	    "k = $2", &a, &res)) != IDEM_OK)
+		return rc;
+	rc = strcmp(PQcmdTuples(res), "0") == 0 ? IDEM_ENOTFOUND : IDEM_OK;
+	PQclear(res);
+	return rc;
+}

@@ -1,0 +1,16 @@
+# Contract row "store unavailable", PostgreSQL: IDEM_STORE names a
+# server that is not there (no socket), so the store cannot open: 503
+# with Retry-After and a problem, no crash, nothing charged.
+
+request first: POST /payments
+  as alice
+  Idempotency-Key: "su-1"
+  Content-Type: application/json
+  env IDEM_STORE=postgresql:///idem?host={tmp}/nosock&port=1
+  body: {"amount": 100.00, "currency": "BRL"}
+expect: 503
+  problem: store-unavailable
+  Retry-After: ~ [1-9][0-9]*
+  no Location
+
+check: charges=0
