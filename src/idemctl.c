@@ -88,7 +88,9 @@ static int
 ctl_stats(void)
 {
 	struct provider_config pc = { ctl_cfg.provider_dir, ctl_cfg.map_size,
-	    0, PROVIDER_FAIL_NONE, 0 };
+	    0, PROVIDER_FAIL_NONE, 0,
+	    ctl_cfg.provider_url[0] != '\0' ? ctl_cfg.provider_url : NULL,
+	    ctl_cfg.provider_timeout_ms };
 	struct ctl_stats st = { 0, 0, 0, 0, 0, clock_now_ms() };
 	struct provider *p;
 	struct store *s = ctl_store(0);
@@ -311,7 +313,7 @@ main(int argc, char *argv[])
 	char err[256];
 	int ch;
 
-	if (crypto_init() != IDEM_OK || config_load(&ctl_cfg, err,
+	if (crypto_init() != IDEM_OK || provider_global_init() != IDEM_OK || config_load(&ctl_cfg, err,
 	    sizeof(err)) != 0) {
 		fprintf(stderr, "idemctl: %s\n", err);
 		return 1;
