@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,6 +263,15 @@ main(void)
 		    idem_strerror(rc));
 		return 1;
 	}
+	/*
+	 * libfcgi catches SIGTERM only to end FCGX_Accept_r after its next
+	 * request, which never comes to a thread blocked in accept.  Every
+	 * answer is committed before it is sent, so a stop may end the
+	 * process at once: the default action, as for SIGINT and SIGHUP.
+	 */
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
 	rc = FCGX_IsCGI() ? serve_cgi(svc) : serve_fcgi(svc, threads);
 	psvc_close(svc);
 	return rc;
