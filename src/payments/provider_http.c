@@ -187,6 +187,21 @@ provider_http_parse_stats(const char *body, size_t len, size_t *charges,
 	return rc;
 }
 
+/* A key the service takes (idem-provider(8)), safe in a header. */
+static int
+http_key_valid(const char *key)
+{
+	size_t i, len;
+
+	if (key == NULL || (len = strlen(key)) == 0 ||
+	    len > PROVIDER_HTTP_KEY_MAX || key[0] == ' ' || key[len - 1] == ' ')
+		return 0;
+	for (i = 0; i < len; i++)
+		if (key[i] < 0x20 || key[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
 static size_t
 http_write(char *data, size_t size, size_t nmemb, void *ctx)
 {
@@ -209,7 +224,8 @@ static CURLcode
 http_request(struct provider_http *h, const char *path, const char *key,
     const char *body, struct http_body *resp, long *status, int *sent)
 {
-	char url[PROVIDER_HTTP_URL_MAX + 16], hkey[300];
+	char url[PROVIDER_HTTP_URL_MAX + 16];
+	char hkey[sizeof("Idempotency-Key: ") + PROVIDER_HTTP_KEY_MAX];
 	struct curl_slist *hdrs = NULL, *tmp;
 	long reqsize = 0;
 	CURLcode cc = CURLE_OUT_OF_MEMORY;
@@ -267,8 +283,7 @@ provider_http_call(struct provider_http *h, int refund, const char *key,
 	CURLcode cc;
 
 	memset(out, 0, sizeof(*out));
-	if (key == NULL || *key == '\0' || strlen(key) > 255 ||
-	    strpbrk(key, "\r\n") != NULL || currency == NULL ||
+	if (!http_key_valid(key) || currency == NULL ||
 	    strlen(currency) > 15 || amount <= 0)
 		return IDEM_EINVAL;
 	n = snprintf(body, sizeof(body), "{\"amount\":%" PRId64 ",\"currency\":"

@@ -21,6 +21,8 @@
 
 #define PROVIDER_HTTP_BODY_MAX 4096
 #define PROVIDER_HTTP_URL_MAX 512
+/* The longest derived key sent (idem-provider(8) takes as many). */
+#define PROVIDER_HTTP_KEY_MAX 400
 
 struct provider_http;
 

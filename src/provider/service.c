@@ -21,7 +21,12 @@
 #include "json.h"
 #include "service.h"
 
-#define PSVC_KEY_MAX 255
+/*
+ * The keys idem derives hold its client's key (up to 255 characters,
+ * spaces included) after a prefix, the account and before the claim time:
+ * at most 348 characters.
+ */
+#define PSVC_KEY_MAX 400
 #define PSVC_CURRENCY_MAX 15
 #define PSVC_AMOUNT_DIGITS 18
 #define PSVC_ID_RANDOM 12      /* bytes: 24 hex digits */
@@ -171,16 +176,21 @@ psvc_order_read(const struct json_value *root, struct psvc_order *o)
 	return 0;
 }
 
-/* An Idempotency-Key: 1 to 255 visible ASCII characters. */
+/*
+ * An Idempotency-Key: 1 to PSVC_KEY_MAX printable ASCII characters, not
+ * starting or ending with a space (a header field value cannot: RFC 9110
+ * section 5.5).
+ */
 static int
 psvc_key_valid(const char *key)
 {
-	size_t i;
+	size_t i, len;
 
-	if (key == NULL || key[0] == '\0' || strlen(key) > PSVC_KEY_MAX)
+	if (key == NULL || (len = strlen(key)) == 0 || len > PSVC_KEY_MAX ||
+	    key[0] == ' ' || key[len - 1] == ' ')
 		return 0;
-	for (i = 0; key[i] != '\0'; i++)
-		if (key[i] < 0x21 || key[i] > 0x7e)
+	for (i = 0; i < len; i++)
+		if (key[i] < 0x20 || key[i] > 0x7e)
 			return 0;
 	return 1;
 }

@@ -254,7 +254,7 @@ call_stub(struct stub *s, unsigned timeout_ms, int refund, char *id)
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", s->port);
 	HARNESS_EQ(provider_http_open(url, timeout_ms, &h), IDEM_OK);
-	HARNESS_EQ(provider_http_call(h, refund, "charge:acct:k1:17", 1234,
+	HARNESS_EQ(provider_http_call(h, refund, "charge:acct:k 1:17", 1234,
 	    "EUR", &ch), IDEM_OK);
 	provider_http_close(h);
 	stub_join(s);
@@ -278,7 +278,7 @@ test_http_charged(void)
 	/* What the service was sent: the path, the key, the body. */
 	CU_ASSERT_PTR_NOT_NULL(strstr(s.request, "POST /charges HTTP/1.1"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(s.request,
-	    "Idempotency-Key: charge:acct:k1:17\r\n"));
+	    "Idempotency-Key: charge:acct:k 1:17\r\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(s.request,
 	    "{\"amount\":1234,\"currency\":\"EUR\"}"));
 }
@@ -383,6 +383,11 @@ test_provider_dispatch(void)
 	HARNESS_EQ(d, 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(s.request, "GET /stats HTTP/1.1"));
 	HARNESS_EQ(provider_charges_for(p, "k", &n), IDEM_EINVAL);
+	/* Keys that cannot travel in a header are never sent. */
+	HARNESS_EQ(provider_charge(p, "a\r\nX: y", 1, "EUR", 0, &ch),
+	    IDEM_EINVAL);
+	HARNESS_EQ(provider_charge(p, " k", 1, "EUR", 0, &ch), IDEM_EINVAL);
+	HARNESS_EQ(provider_charge(p, "k\x7f", 1, "EUR", 0, &ch), IDEM_EINVAL);
 	HARNESS_EQ(provider_charge(p, "", 1, "EUR", 0, &ch), IDEM_EINVAL);
 	provider_close(p);
 }
