@@ -30,6 +30,12 @@
 #define PSVC_CURRENCY_MAX 15
 #define PSVC_AMOUNT_DIGITS 18
 #define PSVC_ID_RANDOM 12      /* bytes: 24 hex digits */
+/*
+ * How long a key answers its original: a week, well past idem's own key
+ * lifetime (a day by default), so a payment resumed late still finds its
+ * charge instead of making a second one.
+ */
+#define PSVC_TTL_MS (7ULL * 24 * 3600 * 1000)
 
 struct psvc {
 	struct idem *db;
@@ -78,6 +84,7 @@ psvc_open(const struct psvc_config *cfg, struct psvc **out)
 	memset(&opt, 0, sizeof(opt));
 	opt.dir = cfg->dir;
 	opt.map_size = cfg->map_size;
+	opt.ttl_ms = PSVC_TTL_MS;
 	opt.tables = psvc_tables;
 	if ((rc = idem_open(&opt, &s->db)) != IDEM_OK) {
 		free(s);
