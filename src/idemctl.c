@@ -106,11 +106,14 @@ ctl_stats(void)
 		return 1;
 	}
 	store_close(s);
+	p = NULL;
 	if ((rc = provider_open(&pc, &p)) != IDEM_OK ||
 	    (rc = provider_count(p, &charges, &declines)) != IDEM_OK ||
 	    (rc = provider_count_refunds(p, &refunded)) != IDEM_OK) {
 		fprintf(stderr, "idemctl: provider %s: %s\n",
-		    ctl_cfg.provider_dir, idem_strerror(rc));
+		    pc.url != NULL ? pc.url : ctl_cfg.provider_dir,
+		    idem_strerror(rc));
+		provider_close(p);	/* NULL when it did not open */
 		return 1;
 	}
 	provider_close(p);

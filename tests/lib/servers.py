@@ -551,7 +551,6 @@ def write_htpasswd(path, users, algorithm):
 
 class Apache(Instance):
     """Apache 2.4 + mod_fcgid, private instance; a second vhost with Basic auth."""
-    provider_service_ok = False
 
     def configure(self):
         self.auth_port = free_port()
@@ -589,6 +588,8 @@ class Apache(Instance):
         self.server = self.popen([binary, "-f", self.conf, "-DFOREGROUND"], "apache.out")
 
     def start(self):
+        if self.provider is not None and self.provider.server is None:
+            self.provider.start()
         self.start_server()
         self.wait_ready(self.port)
         self.wait_ready(self.auth_port)

@@ -732,8 +732,7 @@ def main():
                     help="IDEM_PROVIDER_LATENCY_MS for the workers")
     ap.add_argument("--provider", choices=("service", "local"), default="service",
                     help="the workers' provider: the idem-provider service over "
-                    "HTTP (default; apache keeps the in-process one) or the "
-                    "in-process ledger")
+                    "HTTP (default) or the in-process ledger")
     ap.add_argument("--provider-timeout-ms", type=int, default=5000,
                     help="IDEM_PROVIDER_TIMEOUT_MS for the workers")
     ap.add_argument("--deadline", type=float, default=240, help="whole run, seconds")
