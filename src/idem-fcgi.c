@@ -47,6 +47,9 @@ main(void)
 		return fail("libsodium failed to start");
 	if (config_load(&cfg, err, sizeof(err)) != 0)
 		return fail(err);
+	/* Before any thread: the HTTP client's global state. */
+	if (provider_global_init() != IDEM_OK)
+		return fail("the HTTP client failed to start");
 	/*
 	 * The store is opened here, in the worker itself: spawn-fcgi and
 	 * mod_fcgid fork before exec, so every worker has its own LMDB

@@ -122,7 +122,9 @@ static int
 ctl_stats(void)
 {
 	struct provider_config pc = { ctl_cfg.provider_dir, ctl_cfg.map_size,
-	    0, PROVIDER_FAIL_NONE, 0 };
+	    0, PROVIDER_FAIL_NONE, 0,
+	    ctl_cfg.provider_url[0] != '\0' ? ctl_cfg.provider_url : NULL,
+	    ctl_cfg.provider_timeout_ms };
 	struct ctl_stats st = { 0, 0, 0, 0, 0, clock_now_ms() };
 	struct provider *p;
 	struct store *s = ctl_store(0);
@@ -138,11 +140,14 @@ ctl_stats(void)
 		return 1;
 	}
 	store_close(s);
+	p = NULL;
 	if ((rc = provider_open(&pc, &p)) != IDEM_OK ||
 	    (rc = provider_count(p, &charges, &declines)) != IDEM_OK ||
 	    (rc = provider_count_refunds(p, &refunded)) != IDEM_OK) {
 		fprintf(stderr, "idemctl: provider %s: %s\n",
-		    ctl_cfg.provider_dir, idem_strerror(rc));
+		    pc.url != NULL ? pc.url : ctl_cfg.provider_dir,
+		    idem_strerror(rc));
+		provider_close(p);	/* NULL when it did not open */
 		return 1;
 	}
 	provider_close(p);
@@ -345,7 +350,7 @@ main(int argc, char *argv[])
 	char err[256];
 	int ch;
 
-	if (crypto_init() != IDEM_OK || config_load(&ctl_cfg, err,
+	if (crypto_init() != IDEM_OK || provider_global_init() != IDEM_OK || config_load(&ctl_cfg, err,
 	    sizeof(err)) != 0) {
 		fprintf(stderr, "idemctl: %s\n", err);
 		return 1;

@@ -118,7 +118,9 @@ app_open_locked(struct app *a)
 	char err[PATH_MAX + 64];
 	struct provider_config pc = { a->cfg.provider_dir, a->cfg.map_size,
 	    a->cfg.provider_latency_ms, a->cfg.provider_fail,
-	    a->cfg.commit_delay_us };
+	    a->cfg.commit_delay_us,
+	    a->cfg.provider_url[0] != '\0' ? a->cfg.provider_url : NULL,
+	    a->cfg.provider_timeout_ms };
 	int rc;
 
 	if (a->idem == NULL) {

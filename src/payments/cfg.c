@@ -124,7 +124,7 @@ config_load(struct config *cfg, char *err, size_t errlen)
 {
 	uint64_t ttl = 86400, lease = 30, limit = 65536, map = 32ULL << 30;
 	uint64_t latency = 0, per_account = UINT64_MAX, threads = 64;
-	uint64_t delay = 1000;
+	uint64_t delay = 1000, ptimeout = 10000;
 	enum fp_mode mode = FP_CANONICAL;
 	const char *s;
 
@@ -163,8 +163,20 @@ config_load(struct config *cfg, char *err, size_t errlen)
 	    config_u64("IDEM_THREADS", 0, 1, 1024, &threads, err,
 	    errlen) != 0 ||
 	    config_u64("IDEM_COMMIT_DELAY_US", 0, 0, 100000, &delay, err,
-	    errlen) != 0)
+	    errlen) != 0 ||
+	    config_u64("IDEM_PROVIDER_TIMEOUT_MS", 0, 1, 600000, &ptimeout,
+	    err, errlen) != 0 ||
+	    config_string("IDEM_PROVIDER_URL", "", cfg->provider_url,
+	    sizeof(cfg->provider_url), err, errlen) != 0)
 		return -1;
+	if (cfg->provider_url[0] != '\0' &&
+	    strncmp(cfg->provider_url, "http://", 7) != 0 &&
+	    strncmp(cfg->provider_url, "https://", 8) != 0) {
+		snprintf(err, errlen, "IDEM_PROVIDER_URL must start with "
+		    "http:// or https://, not \"%s\"", cfg->provider_url);
+		return -1;
+	}
+	cfg->provider_timeout_ms = (unsigned)ptimeout;
 	if (lease >= ttl) {
 		snprintf(err, errlen, "IDEM_LEASE (%llu s) must be shorter "
 		    "than IDEM_TTL (%llu s)", (unsigned long long)lease,

@@ -21,6 +21,9 @@
  *   IDEM_FINGERPRINT          canonical | raw          canonical
  *   IDEM_PROVIDER_LATENCY_MS  provider delay           0
  *   IDEM_PROVIDER_FAIL        none | decline | unavailable | timeout
+ *   IDEM_PROVIDER_URL         the provider service     "" (in-process ledger)
+ *                             (http://HOST:PORT)
+ *   IDEM_PROVIDER_TIMEOUT_MS  one call to the service  10000
  *   IDEM_MOUNT                path prefix to strip     ""
  *   IDEM_PROBLEM_BASE         problem type URI base    /problems/
  *   IDEM_AUTH                 bearer | remote-user     bearer
@@ -56,6 +59,8 @@ struct config {
 	enum idem_fp_mode fp_mode;
 	unsigned provider_latency_ms;
 	enum provider_fail provider_fail;
+	char provider_url[512];
+	unsigned provider_timeout_ms;
 	char mount[256];
 	char problem_base[256];
 	enum auth_mode auth_mode;

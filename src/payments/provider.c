@@ -26,6 +26,7 @@
 #include "err.h"
 #include "fault.h"
 #include "provider.h"
+#include "provider_http.h"
 #include "idem.h"
 
 /*
@@ -45,6 +46,7 @@
 #define PROVIDER_TABLE "ledger"
 
 struct provider {
+	struct provider_http *http;  /* set: the service, no ledger here */
 	struct idem *ledger;
 	unsigned latency_ms;
 	enum provider_fail fail;
@@ -78,6 +80,15 @@ provider_open(const struct provider_config *cfg, struct provider **out)
 		return IDEM_EINVAL;
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		return IDEM_ENOMEM;
+	if (cfg->url != NULL) {
+		if ((rc = provider_http_open(cfg->url, cfg->timeout_ms,
+		    &p->http)) != IDEM_OK) {
+			free(p);
+			return rc;
+		}
+		*out = p;
+		return IDEM_OK;
+	}
 	memset(&opt, 0, sizeof(opt));
 	opt.dir = cfg->dir;
 	opt.map_size = cfg->map_size;
@@ -98,6 +109,7 @@ provider_close(struct provider *p)
 {
 	if (p == NULL)
 		return;
+	provider_http_close(p->http);
 	idem_close(p->ledger);
 	free(p);
 }
@@ -284,6 +296,11 @@ int
 provider_charge(struct provider *p, const char *key, int64_t amount,
     const char *currency, uint64_t now_ms, struct provider_charge *out)
 {
+	if (p->http != NULL) {
+		fault_point("in_provider");
+		return provider_http_call(p->http, 0, key, amount, currency,
+		    out);
+	}
 	return provider_record(p, 0, key, amount, currency, now_ms,
 	    "after_charge", out);
 }
@@ -292,6 +309,11 @@ int
 provider_refund(struct provider *p, const char *key, int64_t amount,
     const char *currency, uint64_t now_ms, struct provider_charge *out)
 {
+	if (p->http != NULL) {
+		fault_point("in_provider");
+		return provider_http_call(p->http, 1, key, amount, currency,
+		    out);
+	}
 	return provider_record(p, 1, key, amount, currency, now_ms,
 	    "after_refund", out);
 }
@@ -329,6 +351,9 @@ provider_count(struct provider *p, size_t *charges, size_t *declines)
 	struct provider_tally t = { 0, 0, 0, IDEM_OK };
 	int rc;
 
+	if (p->http != NULL)
+		return provider_http_stats(p->http, charges, declines,
+		    &t.refunds);
 	rc = idem_row_scan(p->ledger, PROVIDER_TABLE, NULL, 0, 0, 0,
 	    provider_tally_row, &t);
 	if (rc != IDEM_OK)
@@ -346,6 +371,9 @@ provider_count_refunds(struct provider *p, size_t *refunds)
 	struct provider_tally t = { 0, 0, 0, IDEM_OK };
 	int rc;
 
+	if (p->http != NULL)
+		return provider_http_stats(p->http, &t.charges, &t.declines,
+		    refunds);
 	rc = idem_row_scan(p->ledger, PROVIDER_TABLE, NULL, 0, 0, 0,
 	    provider_tally_row, &t);
 	if (rc != IDEM_OK)
@@ -364,7 +392,7 @@ provider_charges_for(struct provider *p, const char *key, size_t *n)
 	size_t vallen = 0;
 	int rc;
 
-	if (key == NULL || key[0] == '\0')
+	if (key == NULL || key[0] == '\0' || p->http != NULL)
 		return IDEM_EINVAL;
 	rc = idem_row_get(p->ledger, PROVIDER_TABLE, key, strlen(key), &val,
 	    &vallen);
@@ -381,6 +409,12 @@ provider_charges_for(struct provider *p, const char *key, size_t *n)
 out:
 	free(val);
 	return rc;
+}
+
+int
+provider_global_init(void)
+{
+	return provider_http_global_init();
 }
 
 int

@@ -16,6 +16,10 @@
  *   PROVIDER_FAIL_TIMEOUT     the charge is made and recorded, then the
  *                             answer is lost: the caller sees a timeout
  *
+ * With provider_config.url set the same calls go to the provider service
+ * over HTTP instead (provider_http.h), with the same outcomes; the
+ * service then has the ledger, and provider_charges_for is IDEM_EINVAL.
+ *
  * Refunds (provider_refund) are recorded in the same ledger and
  * deduplicated the same way, under the caller's key for the refund; the
  * latency and the unavailable and timeout modes apply to them alike.  A
@@ -53,6 +57,13 @@ struct provider_config {
 	unsigned latency_ms;  /* added to every charge call */
 	enum provider_fail fail;
 	unsigned commit_delay_us;  /* the ledger's group commits */
+	/*
+	 * Set: the provider is the service at this URL (idem-provider(8),
+	 * provider_http.h), each call bounded by timeout_ms (0: 10 s); dir,
+	 * latency_ms and fail are then the service's own business.
+	 */
+	const char *url;
+	unsigned timeout_ms;
 };
 
 struct provider_charge {
@@ -92,6 +103,12 @@ int provider_count(struct provider *p, size_t *charges, size_t *declines);
 
 /* Number of successful charges made under key: 0 or 1. */
 int provider_charges_for(struct provider *p, const char *key, size_t *n);
+
+/*
+ * Once per process before threads start: what the HTTP client needs
+ * (curl_global_init).  IDEM_OK.
+ */
+int provider_global_init(void);
 
 /* Parses "none", "decline", "unavailable", "timeout". */
 int provider_fail_parse(const char *s, enum provider_fail *fail);

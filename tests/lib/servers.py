@@ -6,6 +6,7 @@ every instance set up; cleanup_all stops what is left of them."""
 import base64
 import hashlib
 import http.client
+import json
 import os
 import re
 import secrets
@@ -82,9 +83,107 @@ def temp_base():
     return base
 
 
+class ProviderService:
+    """idem-provider, the payment provider service, behind a lighttpd of its
+    own (etc/lighttpd/idem-provider.conf) with one spawn-fcgi worker: the
+    provider the instance's workers call at IDEM_PROVIDER_URL.  Its store is
+    STATE/provider-service; stop() is the service being down (connection
+    refused), restart_backend(env) changes its failure mode and latency."""
+
+    def __init__(self, inst):
+        self.inst = inst
+        self.root = inst.root
+        self.port = free_port()
+        self.url = f"http://{HOST}:{self.port}"
+        self.exe = os.path.join(inst.bindir, "idem-provider")
+        self.db = os.path.join(inst.state, "provider-service")
+        os.makedirs(self.db)
+        os.makedirs(os.path.join(self.root, "provider-www"))
+        self.conf = render(os.path.join(ETC, "lighttpd", "idem-provider.conf"),
+                           dict(inst.mapping, PROVIDER_PORT=self.port),
+                           os.path.join(self.root, "lighttpd-provider.conf"))
+        self.log = os.path.join(self.root, "idem-provider.log")
+        inst.logs.append(os.path.join(self.root, "lighttpd-provider-error.log"))
+        inst.logs.append(self.log)
+        self.server = None
+        self.env = {"IDEM_PROVIDER_DB": self.db,
+                    "IDEM_PROVIDER_LATENCY_MS": str(inst.args.latency_ms)}
+
+    def start_backend(self, extra=None):
+        inst = self.inst
+        env = inst.clean_env(dict(self.env, **(extra or {})))
+        sock = os.path.join(self.root, "idem-provider.sock")
+        argv = ["spawn-fcgi", "-F", "1", "-s", sock, "-M", "0660",
+                "-P", os.path.join(self.root, "spawn-provider.pid")]
+        if inst.uid is not None:
+            argv += ["-U", inst.user, "-G", inst.group, "-u", inst.user, "-g", inst.group]
+        if not os.path.exists(self.log):
+            open(self.log, "a").close()
+            if inst.uid is not None:
+                os.chown(self.log, inst.uid, inst.gid)
+        argv += ["--", "/bin/sh", "-c", 'exec "$0" 2>>"$1"', self.exe, self.log]
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                           cwd=self.root, env=env, timeout=DEADLINE.timeout(15))
+        if p.returncode != 0 or not pids_of_exe(self.exe):
+            raise RuntimeError(f"spawn-fcgi (idem-provider) exited {p.returncode}: "
+                               f"{p.stderr.decode(errors='replace')[-300:]}\n"
+                               + inst.log_tail())
+
+    def stop_backend(self):
+        pids = pids_of_exe(self.exe)
+        kill_pids(pids, signal.SIGKILL)
+        wait_gone(pids, 5)
+
+    def restart_backend(self, extra=None):
+        self.stop_backend()
+        self.start_backend(extra)
+
+    def start(self, extra=None):
+        self.start_backend(extra)
+        self.server = self.inst.popen(["lighttpd", "-D", "-f", self.conf],
+                                      "lighttpd-provider.out")
+        end = min(time.monotonic() + 15, DEADLINE.end)
+        while time.monotonic() < end:
+            if self.server.poll() is not None:
+                break
+            try:
+                if self.stats() is not None:
+                    return
+            except (OSError, http.client.HTTPException, ValueError):
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("the provider service did not answer GET /stats\n"
+                           + self.inst.log_tail())
+
+    def stop(self):
+        p, self.server = self.server, None
+        if p is not None:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                p.wait(timeout=8)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=5)
+        self.stop_backend()
+
+    def stats(self):
+        """GET /stats: {"charges": N, "declines": N, "refunds": N}."""
+        r = http_request(self.port, "GET", "/stats")
+        if r.status != 200:
+            raise ValueError(f"GET /stats: {r.brief()}")
+        return json.loads(r.body)
+
+
 class Instance:
     """One server with its workers, state and rendered configuration."""
     uses_spawn_fcgi = False
+    # Whether the workers can be pointed at the provider service (their
+    # environment comes from idem_env or from a template naming
+    # @PROVIDER_URL@).
+    provider_service_ok = True
 
     def __init__(self, name, build, args):
         self.name = name
@@ -95,6 +194,7 @@ class Instance:
         self.root = tempfile.mkdtemp(prefix=f"idem-live-{name}-", dir=temp_base())
         os.chmod(self.root, 0o755)
         self.server = None          # Popen of the web server
+        self.provider = None        # ProviderService, when the workers use one
         self.logs = []
         self.bindir = os.path.join(self.root, "bin")
         self.exe = os.path.join(self.bindir, "idem-fcgi")
@@ -118,7 +218,7 @@ class Instance:
 
     def _setup(self):
         os.makedirs(self.bindir)
-        for prog in ("idem-fcgi", "idemctl"):
+        for prog in ("idem-fcgi", "idemctl", "idem-provider"):
             src = os.path.join(self.build, prog)
             if not os.access(src, os.X_OK):
                 raise RuntimeError(f"{src} missing or not executable")
@@ -134,10 +234,19 @@ class Instance:
             "STATE": self.state, "WWW": self.www, "USER": self.user,
             "GROUP": self.group, "WORKERS": self.workers,
             "PROVIDER_LATENCY_MS": self.args.latency_ms,
+            "PROVIDER_URL": "",
+            "PROVIDER_TIMEOUT_MS": getattr(self.args, "provider_timeout_ms", 10000),
         }
+        if getattr(self.args, "provider_service", False) and self.provider_service_ok:
+            self.provider = ProviderService(self)
+            self.mapping["PROVIDER_URL"] = self.provider.url
         self.idem_env = parse_env_file(
             render(os.path.join(ETC, "idem.env"), self.mapping,
                    os.path.join(self.root, "idem.env")))
+        if self.provider is not None:
+            self.idem_env["IDEM_PROVIDER_URL"] = self.provider.url
+            self.idem_env["IDEM_PROVIDER_TIMEOUT_MS"] = str(
+                self.mapping["PROVIDER_TIMEOUT_MS"])
         self.configure()
         self._chown()
 
@@ -175,6 +284,8 @@ class Instance:
         raise NotImplementedError
 
     def start(self):
+        if self.provider is not None and self.provider.server is None:
+            self.provider.start()
         if self.uses_spawn_fcgi:
             self.spawn_workers()
         self.start_server()
@@ -250,6 +361,8 @@ class Instance:
     def cleanup(self):
         try:
             self.stop()
+            if self.provider is not None:
+                self.provider.stop()
         finally:
             if not self.args.keep:
                 shutil.rmtree(self.root, ignore_errors=True)
@@ -475,6 +588,8 @@ class Apache(Instance):
         self.server = self.popen([binary, "-f", self.conf, "-DFOREGROUND"], "apache.out")
 
     def start(self):
+        if self.provider is not None and self.provider.server is None:
+            self.provider.start()
         self.start_server()
         self.wait_ready(self.port)
         self.wait_ready(self.auth_port)

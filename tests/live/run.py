@@ -18,6 +18,7 @@ import base64
 import concurrent.futures
 import errno
 import http.client
+import json
 import os
 import re
 import secrets
@@ -419,6 +420,87 @@ def test_restart(inst, t):
           lambda: expect(state["clean"], "workers still alive 5 s after SIGTERM (needed SIGKILL)"))
 
 
+def provider_charges(inst):
+    return inst.provider.stats()["charges"]
+
+
+def test_provider_service(inst, t):
+    """The workers call the provider service over HTTP: its real failures
+    drive the 502 and 504 answers, and a retry never charges twice."""
+    port, sec = inst.port, inst.secrets["acct_alpha"]
+    prov = inst.provider
+    normal = {"IDEM_PROVIDER_LATENCY_MS": str(inst.args.latency_ms)}
+    timeout_ms = inst.args.provider_timeout_ms
+
+    def retry_gives_original(key, first_charges):
+        r = http_request(port, "POST", "/payments", BODY, pay_headers(sec, key))
+        expect(r.status == 201, f"retry: {r.brief()}")
+        charge = json_field(r, "charge_id")
+        expect(re.fullmatch(r"ch_[0-9a-f]{24}", charge or ""),
+               f"retry's charge_id {charge!r}")
+        again = http_request(port, "POST", "/payments", BODY, pay_headers(sec, key))
+        expect(again.status == 201 and again.body == r.body and
+               again.header("Idempotent-Replayed") == "true",
+               f"second retry is not the replay: {again.brief()}")
+        got = provider_charges(inst)
+        expect(got == first_charges + 1,
+               f"provider charges {got}, expected {first_charges + 1}")
+
+    def lost_answer():
+        key = new_key("lost")
+        before = provider_charges(inst)
+        prov.restart_backend(dict(normal, IDEM_PROVIDER_FAIL="drop"))
+        try:
+            r = http_request(port, "POST", "/payments", BODY, pay_headers(sec, key))
+            expect(r.status == 504 and is_problem(r), f"lost answer: {r.brief()}")
+            got = provider_charges(inst)
+            expect(got == before + 1, f"provider charges {got} after the lost "
+                   f"answer, expected {before + 1}")
+            # Drop mode loses only new work's answers: the retry's call
+            # under the same derived key is answered with the charge.
+            retry_gives_original(key, before)
+        finally:
+            prov.restart_backend(normal)
+    t("provider drops the connection after charging -> 504, retry gives the "
+      "original, one charge", lost_answer)
+
+    def down():
+        key = new_key("down")
+        before = provider_charges(inst)
+        prov.stop()
+        try:
+            r = http_request(port, "POST", "/payments", BODY, pay_headers(sec, key))
+            expect(r.status == 502 and is_problem(r), f"provider down: {r.brief()}")
+        finally:
+            prov.start(normal)
+        got = provider_charges(inst)
+        expect(got == before, f"provider charges {got} while down, expected {before}")
+        retry_gives_original(key, before)
+    t("provider down (connection refused) -> 502, nothing charged, retry "
+      "succeeds once it is up", down)
+
+    def slow():
+        key = new_key("slow")
+        before = provider_charges(inst)
+        prov.restart_backend({"IDEM_PROVIDER_LATENCY_MS": str(timeout_ms + 1500)})
+        try:
+            r = http_request(port, "POST", "/payments", BODY, pay_headers(sec, key))
+            expect(r.status == 504 and is_problem(r), f"provider timeout: {r.brief()}")
+            # The service commits before its latency: the charge is there.
+            retry_gives_original(key, before)
+        finally:
+            prov.restart_backend(normal)
+    t(f"provider slower than IDEM_PROVIDER_TIMEOUT_MS ({timeout_ms}) -> 504, "
+      "retry resumes, one charge", slow)
+
+
+def json_field(r, name):
+    try:
+        return json.loads(r.body).get(name)
+    except (ValueError, AttributeError):
+        return None
+
+
 def test_basic_auth(inst, t):
     port = inst.auth_port
     users = list(inst.users.items())
@@ -514,12 +596,16 @@ def run_server(name, build, args):
         if isinstance(inst, (Apache, Nginx)):
             test_basic_auth(inst, t)
         test_restart(inst, t)
+        if inst.provider is not None:
+            test_provider_service(inst, t)
         if inst.server is not None and inst.server.poll() is not None:
             RESULTS.fail(name, "server still running", f"exited {inst.server.returncode}\n"
                          + inst.log_tail())
     finally:
         if inst is not None:
             inst.stop()
+            if inst.provider is not None:
+                inst.provider.stop()
             t("no sanitizer report in any log", lambda: check_no_sanitizer(inst))
             inst.cleanup()
             INSTANCES.remove(inst)
@@ -644,9 +730,15 @@ def main():
     ap.add_argument("--workers", type=int, default=6, help="worker processes (>= 4)")
     ap.add_argument("--latency-ms", type=int, default=200,
                     help="IDEM_PROVIDER_LATENCY_MS for the workers")
+    ap.add_argument("--provider", choices=("service", "local"), default="service",
+                    help="the workers' provider: the idem-provider service over "
+                    "HTTP (default) or the in-process ledger")
+    ap.add_argument("--provider-timeout-ms", type=int, default=5000,
+                    help="IDEM_PROVIDER_TIMEOUT_MS for the workers")
     ap.add_argument("--deadline", type=float, default=240, help="whole run, seconds")
     ap.add_argument("--keep", action="store_true", help="keep the temp directories")
     args = ap.parse_args()
+    args.provider_service = args.provider == "service"
     DEADLINE.reset(args.deadline)
     build = os.path.abspath(args.build)
     servers = args.server or list(SERVERS)

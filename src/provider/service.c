@@ -1,0 +1,353 @@
+/*
+ * service.c: the payment provider service's decisions (service.h).
+ *
+ * A charge or refund is new work only when idem_begin claims its key;
+ * everything else (a replay, 409, 422) is the library's answer.  New work
+ * decides its outcome, writes its ledger row in idem_finish's hook, so
+ * the row and the stored answer commit together, and only then is the
+ * failure mode applied: in the timeout and drop modes the money has moved
+ * and the caller does not learn it, which is what a real provider's lost
+ * answer looks like.  A retry under the same key is a replay in every
+ * mode but unavailable, so it recovers the original charge.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crypto.h"
+#include "fault.h"
+#include "idem.h"
+#include "json.h"
+#include "service.h"
+
+/*
+ * The keys idem derives hold its client's key (up to 255 characters,
+ * spaces included) after a prefix, the account and before the claim time:
+ * at most 348 characters.
+ */
+#define PSVC_KEY_MAX 400
+#define PSVC_CURRENCY_MAX 15
+#define PSVC_AMOUNT_DIGITS 18
+#define PSVC_ID_RANDOM 12      /* bytes: 24 hex digits */
+/*
+ * How long a key answers its original: a week, well past idem's own key
+ * lifetime (a day by default), so a payment resumed late still finds its
+ * charge instead of making a second one.
+ */
+#define PSVC_TTL_MS (7ULL * 24 * 3600 * 1000)
+
+struct psvc {
+	struct idem *db;
+	enum psvc_fail fail;
+	unsigned latency_ms;
+	unsigned hold_ms;
+};
+
+static const char *const psvc_fail_names[PSVC_FAIL__MAX] = {
+	[PSVC_FAIL_NONE] = "none",
+	[PSVC_FAIL_DECLINE] = "decline",
+	[PSVC_FAIL_UNAVAILABLE] = "unavailable",
+	[PSVC_FAIL_TIMEOUT] = "timeout",
+	[PSVC_FAIL_DROP] = "drop",
+};
+
+/* The ledger's tables: one row per outcome, keyed by the caller's key. */
+static const char *const psvc_tables[] = { "charges", "declines", "refunds",
+    NULL };
+
+int
+psvc_fail_parse(const char *s, enum psvc_fail *fail)
+{
+	int i;
+
+	for (i = 0; s != NULL && i < PSVC_FAIL__MAX; i++)
+		if (strcmp(s, psvc_fail_names[i]) == 0) {
+			*fail = (enum psvc_fail)i;
+			return 0;
+		}
+	return -1;
+}
+
+int
+psvc_open(const struct psvc_config *cfg, struct psvc **out)
+{
+	struct idem_options opt;
+	struct psvc *s;
+	int rc;
+
+	if (cfg == NULL || cfg->dir == NULL || (int)cfg->fail < 0 ||
+	    cfg->fail >= PSVC_FAIL__MAX)
+		return IDEM_EINVAL;
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return IDEM_ENOMEM;
+	memset(&opt, 0, sizeof(opt));
+	opt.dir = cfg->dir;
+	opt.map_size = cfg->map_size;
+	opt.ttl_ms = PSVC_TTL_MS;
+	opt.tables = psvc_tables;
+	if ((rc = idem_open(&opt, &s->db)) != IDEM_OK) {
+		free(s);
+		return rc;
+	}
+	s->fail = cfg->fail;
+	s->latency_ms = cfg->latency_ms;
+	s->hold_ms = cfg->hold_ms;
+	*out = s;
+	return IDEM_OK;
+}
+
+void
+psvc_close(struct psvc *s)
+{
+	if (s == NULL)
+		return;
+	idem_close(s->db);
+	free(s);
+}
+
+/* Sets a's status and a JSON body written by printf-style fmt. */
+static void
+psvc_say(struct psvc_answer *a, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+psvc_say(struct psvc_answer *a, int status, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	a->status = status;
+	va_start(ap, fmt);
+	n = vsnprintf(a->body, sizeof(a->body), fmt, ap);
+	va_end(ap);
+	a->bodylen = n < 0 ? 0 : (size_t)n < sizeof(a->body) ? (size_t)n :
+	    sizeof(a->body) - 1;
+}
+
+/* GET /stats: the ledger's counts. */
+static void
+psvc_stats(struct psvc *s, struct psvc_answer *a)
+{
+	size_t n[3];
+	int i, rc;
+
+	for (i = 0; i < 3; i++)
+		if ((rc = idem_row_count(s->db, psvc_tables[i], &n[i])) !=
+		    IDEM_OK) {
+			psvc_say(a, 503, "{\"status\":\"unavailable\"}\n");
+			return;
+		}
+	psvc_say(a, 200, "{\"charges\":%zu,\"declines\":%zu,"
+	    "\"refunds\":%zu}\n", n[0], n[1], n[2]);
+}
+
+/* The body's order: a positive amount in minor units and a currency. */
+struct psvc_order {
+	char amount[PSVC_AMOUNT_DIGITS + 1];
+	char currency[PSVC_CURRENCY_MAX + 1];
+};
+
+/*
+ * Reads {"amount": N, "currency": "XYZ"} and nothing else: N a positive
+ * integer without sign, exponent or leading zero, the currency capital
+ * letters.  0, or -1 with the body's canonical form unset.
+ */
+static int
+psvc_order_read(const struct json_value *root, struct psvc_order *o)
+{
+	const struct json_value *amount, *currency;
+	const char *t;
+	size_t len, i;
+
+	if (json_type(root) != JSON_OBJECT || json_count(root) != 2 ||
+	    (amount = json_get(root, "amount")) == NULL ||
+	    (currency = json_get(root, "currency")) == NULL ||
+	    json_type(amount) != JSON_NUMBER ||
+	    json_type(currency) != JSON_STRING)
+		return -1;
+	t = json_text(amount, &len);
+	if (len == 0 || len > PSVC_AMOUNT_DIGITS || t[0] == '0')
+		return -1;
+	for (i = 0; i < len; i++)
+		if (t[i] < '0' || t[i] > '9')
+			return -1;
+	memcpy(o->amount, t, len + 1);
+	t = json_text(currency, &len);
+	if (len == 0 || len > PSVC_CURRENCY_MAX)
+		return -1;
+	for (i = 0; i < len; i++)
+		if (t[i] < 'A' || t[i] > 'Z')
+			return -1;
+	memcpy(o->currency, t, len + 1);
+	return 0;
+}
+
+/*
+ * An Idempotency-Key: 1 to PSVC_KEY_MAX printable ASCII characters, not
+ * starting or ending with a space (a header field value cannot: RFC 9110
+ * section 5.5).
+ */
+static int
+psvc_key_valid(const char *key)
+{
+	size_t i, len;
+
+	if (key == NULL || (len = strlen(key)) == 0 || len > PSVC_KEY_MAX ||
+	    key[0] == ' ' || key[len - 1] == ' ')
+		return 0;
+	for (i = 0; i < len; i++)
+		if (key[i] < 0x20 || key[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
+struct psvc_row {
+	const char *table;
+	const char *key;
+};
+
+/* idem_finish's hook: the ledger row, with the stored answer. */
+static int
+psvc_row_put(void *ctx, struct idem_tx *tx)
+{
+	const struct psvc_row *r = ctx;
+
+	return idem_tx_put(tx, r->table, r->key, strlen(r->key), "", 0);
+}
+
+/* Runs new work under a claim we own, and ends the claim. */
+static void
+psvc_work(struct psvc *s, struct idem_call *c, int refund, const char *key,
+    const struct psvc_order *o, struct psvc_answer *a)
+{
+	static const struct idem_header h = { "Content-Type",
+	    "application/json" };
+	struct idem_response resp;
+	struct psvc_row row;
+	uint8_t rnd[PSVC_ID_RANDOM];
+	char id[4 + 2 * PSVC_ID_RANDOM];
+	const char *status;
+	int code;
+
+	if (refund) {
+		row.table = "refunds", status = "refunded", code = 201;
+		memcpy(id, "rf_", 3);
+	} else if (s->fail == PSVC_FAIL_DECLINE) {
+		row.table = "declines", status = "declined", code = 402;
+		memcpy(id, "dc_", 3);
+	} else {
+		row.table = "charges", status = "charged", code = 201;
+		memcpy(id, "ch_", 3);
+	}
+	row.key = key;
+	crypto_random(rnd, sizeof(rnd));
+	crypto_hex(rnd, sizeof(rnd), id + 3);
+	psvc_say(a, code, "{\"amount\":%s,\"currency\":\"%s\",\"id\":\"%s\","
+	    "\"status\":\"%s\"}\n", o->amount, o->currency, id, status);
+	fault_point("provider_work");
+	resp.status = a->status;
+	resp.headers = &h;
+	resp.nheaders = 1;
+	resp.body = a->body;
+	resp.bodylen = a->bodylen;
+	if (idem_finish(c, &resp, psvc_row_put, &row) != IDEM_OK) {
+		/* Nothing committed: the key may be used afresh. */
+		idem_release(c, NULL, NULL);
+		psvc_say(a, 503, "{\"status\":\"unavailable\"}\n");
+		return;
+	}
+	fault_point("provider_committed");
+	a->delay_ms = s->latency_ms;
+	if (s->fail == PSVC_FAIL_TIMEOUT)
+		a->delay_ms += s->hold_ms;
+	else if (s->fail == PSVC_FAIL_DROP)
+		a->drop = 1;
+}
+
+/* POST /charges or /refunds. */
+static void
+psvc_post(struct psvc *s, const struct psvc_request *rq, int refund,
+    struct psvc_answer *a)
+{
+	struct json_value *root = NULL;
+	struct psvc_order o;
+	struct idem_call *c = NULL;
+	const struct idem_response *stored;
+	struct buf canon = BUF_INIT;
+	uint8_t fp[IDEM_FP_SIZE];
+	const char *scope = refund ? "refunds" : "charges";
+
+	if (s->fail == PSVC_FAIL_UNAVAILABLE) {
+		a->delay_ms = s->latency_ms;
+		psvc_say(a, 503, "{\"status\":\"unavailable\"}\n");
+		return;
+	}
+	if (!psvc_key_valid(rq->key)) {
+		psvc_say(a, 400, "{\"status\":\"invalid\",\"detail\":"
+		    "\"Idempotency-Key\"}\n");
+		return;
+	}
+	if (json_parse(rq->body, rq->bodylen, &root, NULL, 0) != JSON_OK ||
+	    psvc_order_read(root, &o) != 0 ||
+	    json_canonical(root, &canon) != IDEM_OK) {
+		psvc_say(a, 400, "{\"status\":\"invalid\",\"detail\":"
+		    "\"body\"}\n");
+		goto out;
+	}
+	idem_fingerprint(IDEM_FP_CANONICAL, "POST", rq->path, NULL, canon.data,
+	    canon.len, fp);
+	if (idem_begin(s->db, scope, rq->key, fp, NULL, NULL, &c) !=
+	    IDEM_OK) {
+		psvc_say(a, 503, "{\"status\":\"unavailable\"}\n");
+		goto out;
+	}
+	switch (idem_call_verdict(c)) {
+	case IDEM_RUN:
+	case IDEM_RESUME:
+		psvc_work(s, c, refund, rq->key, &o, a);
+		break;
+	case IDEM_REPLAY:
+		stored = idem_call_response(c);
+		if (stored->bodylen >= sizeof(a->body)) {
+			psvc_say(a, 500, "{\"status\":\"error\"}\n");
+			break;
+		}
+		a->status = stored->status;
+		memcpy(a->body, stored->body, stored->bodylen);
+		a->bodylen = stored->bodylen;
+		a->replayed = 1;
+		break;
+	case IDEM_MISMATCH:
+		psvc_say(a, 422, "{\"status\":\"key_reused\"}\n");
+		break;
+	case IDEM_CONFLICT:
+	default:
+		a->retry_after = idem_call_retry_after(c);
+		psvc_say(a, 409, "{\"status\":\"in_progress\"}\n");
+		break;
+	}
+out:
+	idem_call_free(c);
+	buf_free(&canon);
+	json_free(root);
+}
+
+void
+psvc_handle(struct psvc *s, const struct psvc_request *rq,
+    struct psvc_answer *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (rq->path == NULL || rq->method == NULL)
+		psvc_say(a, 400, "{\"status\":\"invalid\"}\n");
+	else if (strcmp(rq->path, "/stats") == 0)
+		strcmp(rq->method, "GET") == 0 ? psvc_stats(s, a) :
+		    psvc_say(a, 405, "{\"status\":\"method\"}\n");
+	else if (strcmp(rq->path, "/charges") == 0 ||
+	    strcmp(rq->path, "/refunds") == 0)
+		strcmp(rq->method, "POST") == 0 ? psvc_post(s, rq,
+		    rq->path[1] == 'r', a) :
+		    psvc_say(a, 405, "{\"status\":\"method\"}\n");
+	else
+		psvc_say(a, 404, "{\"status\":\"not_found\"}\n");
+}
