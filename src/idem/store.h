@@ -138,6 +138,36 @@ struct store_first {
 };
 
 /*
+ * What a claim, a take-over and a completion make of a record: the same
+ * for every backend, which only reads the record, calls these inside its
+ * write, and stores the result.  Times saturate (store_add_ms).
+ *
+ * store_rec_fresh makes *r (freed first) a new in-progress claim owned by
+ * token, leased until now+lease_ms, expiring at now+ttl_ms, starting at
+ * first's stage and a copy of its checkpoint (first may be NULL).
+ * IDEM_ENOMEM.
+ *
+ * store_rec_takeover hands r to token with a new lease, attempts+1,
+ * keeping its creation time (and so the provider key derived from it),
+ * stage and checkpoint.  store_rec_complete marks r completed, owned by
+ * no one, its lease ended now and its checkpoint dropped (r only borrows
+ * it: r is a shallow copy to be encoded, never freed); the caller sets
+ * its response.  Both move the expiry to at least a TTL after the
+ * write's own time (store_commit_ms), so that an answer stored late, or
+ * after a write that waited, still outlives the retry that may be
+ * waiting for it.
+ */
+uint64_t store_add_ms(uint64_t now_ms, uint64_t span_ms);
+int store_rec_fresh(struct rec *r, const uint8_t fp[FP_SIZE],
+    const uint8_t token[REC_TOKEN_SIZE], uint64_t now_ms, uint64_t lease_ms,
+    uint64_t ttl_ms, const struct store_first *first);
+void store_rec_takeover(const struct store *s, struct rec *r,
+    const uint8_t token[REC_TOKEN_SIZE], uint64_t now_ms, uint64_t lease_ms,
+    uint64_t ttl_ms);
+void store_rec_complete(const struct store *s, struct rec *r,
+    uint64_t now_ms, uint64_t ttl_ms);
+
+/*
  * Claims (scope, key) in one write transaction: reads what is stored,
  * asks engine_decide, and on ENGINE_CLAIM writes a fresh in-progress
  * record owned by token (lease now+lease_ms, expiry now+ttl_ms); on

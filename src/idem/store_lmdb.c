@@ -53,13 +53,6 @@ lstore_err(int rc)
 	}
 }
 
-/* now + span, saturating: a huge TTL means "never", not "long ago". */
-uint64_t
-lstore_add_ms(uint64_t now_ms, uint64_t span_ms)
-{
-	return span_ms > UINT64_MAX - now_ms ? UINT64_MAX : now_ms + span_ms;
-}
-
 struct lstore *
 lstore_of(struct store *s)
 {

@@ -166,7 +166,6 @@ struct lstore *lstore_of(struct store *s);
 
 /* store_lmdb.c */
 int lstore_err(int rc);
-uint64_t lstore_add_ms(uint64_t now_ms, uint64_t span_ms);
 int lstore_key_make(const struct lstore *s, const char *scope,
     const char *key, struct store_key *k);
 void lstore_expiry_make(uint64_t expires_ms, const struct store_key *k,

@@ -60,29 +60,16 @@ lstore_claim_fresh(struct lstore *s, MDB_txn *txn, const struct store_key *k,
     uint64_t now_ms, uint64_t lease_ms, uint64_t ttl_ms,
     const struct store_first *first, struct rec *r)
 {
-	/* Only the fields lstore_index_of reads are used from old. */
+	/*
+	 * Only the fields lstore_index_of reads are used from old: its
+	 * pointers go with r's memory.
+	 */
 	struct rec old = *r;
 	int rc;
 
-	rec_free(r);
-	r->state = REC_IN_PROGRESS;
-	memcpy(r->fp, fp, FP_SIZE);
-	memcpy(r->token, token, REC_TOKEN_SIZE);
-	r->created_ms = now_ms;
-	r->expires_ms = lstore_add_ms(now_ms, ttl_ms);
-	r->lease_ms = lstore_add_ms(now_ms, lease_ms);
-	r->attempts = 1;
-	if (first != NULL) {
-		r->stage = first->stage;
-		if (first->cplen > 0) {
-			void *cp = malloc(first->cplen);
-
-			if (cp == NULL)
-				return IDEM_ENOMEM;
-			memcpy(cp, first->cp, first->cplen);
-			rec_adopt_cp(r, cp, first->cplen);
-		}
-	}
+	if ((rc = store_rec_fresh(r, fp, token, now_ms, lease_ms, ttl_ms,
+	    first)) != IDEM_OK)
+		return rc;
 	if ((rc = lstore_rec_put(s, txn, k, r)) != IDEM_OK ||
 	    (rc = lstore_index_move(s, txn, k, stale ? &old : NULL, r)) !=
 	    IDEM_OK)
@@ -102,18 +89,9 @@ lstore_claim_takeover(struct lstore *s, MDB_txn *txn, const struct store_key *k,
     uint64_t ttl_ms, struct rec *r)
 {
 	struct rec old = *r;
-	uint64_t exp = lstore_add_ms(store_commit_ms(&s->base, now_ms), ttl_ms);
 	int rc;
 
-	memcpy(r->token, token, REC_TOKEN_SIZE);
-	r->lease_ms = lstore_add_ms(now_ms, lease_ms);
-#ifdef IDEM_PLANT_LATE_TTL	/* a planted bug for tests/sim, never defined */
-	exp = r->expires_ms;
-#endif
-	if (exp > r->expires_ms)
-		r->expires_ms = exp;
-	if (r->attempts < UINT32_MAX)
-		r->attempts++;
+	store_rec_takeover(&s->base, r, token, now_ms, lease_ms, ttl_ms);
 	if ((rc = lstore_rec_put(s, txn, k, r)) != IDEM_OK)
 		return rc;
 	return lstore_index_move(s, txn, k, &old, r);
@@ -406,7 +384,7 @@ lstore_checkpoint_op(struct lstore *s, MDB_txn *txn, struct store_own_job *a,
 	next.stage = a->stage;
 	next.cp = (uint8_t *)a->cp;
 	next.cplen = a->cplen;
-	next.lease_ms = lstore_add_ms(a->now_ms, a->span_ms);
+	next.lease_ms = store_add_ms(a->now_ms, a->span_ms);
 	if ((rc = lstore_rec_put(s, txn, &a->k, &next)) != IDEM_OK ||
 	    (rc = lstore_index_move(s, txn, &a->k, cur, &next)) != IDEM_OK)
 		return rc;
@@ -447,8 +425,6 @@ static int
 lstore_complete_op(struct lstore *s, MDB_txn *txn, struct store_own_job *a,
     const struct rec *cur, int *wrote)
 {
-	uint64_t exp = lstore_add_ms(store_commit_ms(&s->base, a->now_ms),
-	    a->span_ms);
 	struct idem_tx tx;
 	struct rec done;
 	int rc;
@@ -465,16 +441,7 @@ lstore_complete_op(struct lstore *s, MDB_txn *txn, struct store_own_job *a,
 	}
 	/* done borrows the response and is only encoded. */
 	done = *cur;
-	done.state = REC_COMPLETED;
-	memset(done.token, 0, sizeof(done.token));
-	done.lease_ms = a->now_ms;
-#ifdef IDEM_PLANT_LATE_TTL	/* a planted bug for tests/sim, never defined */
-	exp = done.expires_ms;
-#endif
-	if (exp > done.expires_ms)
-		done.expires_ms = exp;
-	done.cp = NULL;
-	done.cplen = 0;
+	store_rec_complete(&s->base, &done, a->now_ms, a->span_ms);
 	if (tx.respond != NULL)
 		rc = rec_response_borrow(tx.respond, &done.resp);
 	else {

@@ -25,12 +25,6 @@
 /* See STORE_LIMIT_PURGE in store_lmdb_claim.c. */
 #define PG_LIMIT_PURGE 64
 
-static uint64_t
-pg_add_ms(uint64_t now_ms, uint64_t span_ms)
-{
-	return span_ms > UINT64_MAX - now_ms ? UINT64_MAX : now_ms + span_ms;
-}
-
 /*
  * IDEM_EINVAL for a missing or empty scope or key, IDEM_ETOOBIG past
  * the LMDB backend's bound (lstore_key_make), so that a key one store
@@ -315,27 +309,8 @@ struct pg_claim_job {
 static int
 pg_claim_fresh(struct pg_claim_job *a, struct rec *r)
 {
-	rec_free(r);
-	memset(r, 0, sizeof(*r));
-	r->state = REC_IN_PROGRESS;
-	memcpy(r->fp, a->fp, FP_SIZE);
-	memcpy(r->token, a->token, REC_TOKEN_SIZE);
-	r->created_ms = a->now_ms;
-	r->expires_ms = pg_add_ms(a->now_ms, a->ttl_ms);
-	r->lease_ms = pg_add_ms(a->now_ms, a->lease_ms);
-	r->attempts = 1;
-	if (a->first != NULL) {
-		r->stage = a->first->stage;
-		if (a->first->cplen > 0) {
-			void *cp = malloc(a->first->cplen);
-
-			if (cp == NULL)
-				return IDEM_ENOMEM;
-			memcpy(cp, a->first->cp, a->first->cplen);
-			rec_adopt_cp(r, cp, a->first->cplen);
-		}
-	}
-	return IDEM_OK;
+	return store_rec_fresh(r, a->fp, a->token, a->now_ms, a->lease_ms,
+	    a->ttl_ms, a->first);
 }
 
 static int
@@ -343,7 +318,6 @@ pg_claim_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
 {
 	struct pg_claim_job *a = arg;
 	struct store_claim *out = a->out;
-	uint64_t exp;
 	int rc, found, purged = 0;
 
 	/* A transaction run again starts from its arguments. */
@@ -378,14 +352,8 @@ pg_claim_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
 			    a->first->hook_ctx, NULL);
 		break;
 	case ENGINE_TAKEOVER:
-		exp = pg_add_ms(store_commit_ms(&s->base, a->now_ms),
-		    a->ttl_ms);
-		memcpy(out->rec.token, a->token, REC_TOKEN_SIZE);
-		out->rec.lease_ms = pg_add_ms(a->now_ms, a->lease_ms);
-		if (exp > out->rec.expires_ms)
-			out->rec.expires_ms = exp;
-		if (out->rec.attempts < UINT32_MAX)
-			out->rec.attempts++;
+		store_rec_takeover(&s->base, &out->rec, a->token, a->now_ms,
+		    a->lease_ms, a->ttl_ms);
 		rc = pg_rec_put(pc, a->scope, a->key, &out->rec, 0);
 		break;
 	default:
@@ -496,7 +464,7 @@ pg_checkpoint_op(struct pgstore *s, struct pgconn *pc, struct pg_own_job *a,
 	next.stage = a->stage;
 	next.cp = (uint8_t *)a->cp;
 	next.cplen = a->cplen;
-	next.lease_ms = pg_add_ms(a->now_ms, a->span_ms);
+	next.lease_ms = store_add_ms(a->now_ms, a->span_ms);
 	return pg_rec_put(pc, a->scope, a->key, &next, 0);
 }
 
@@ -525,9 +493,6 @@ static int
 pg_complete_op(struct pgstore *s, struct pgconn *pc, struct pg_own_job *a,
     const struct rec *cur)
 {
-	/* The clock is read here, with the row locked: the commit's time. */
-	uint64_t exp = pg_add_ms(store_commit_ms(&s->base, a->now_ms),
-	    a->span_ms);
 	struct idem_tx tx;
 	struct rec done;
 	int rc;
@@ -539,14 +504,9 @@ pg_complete_op(struct pgstore *s, struct pgconn *pc, struct pg_own_job *a,
 	if (a->hook != NULL &&
 	    (rc = pg_run_hook(s, pc, a->hook, a->hook_ctx, &tx)) != IDEM_OK)
 		return rc;
+	/* The clock is read with the row locked: the commit's time. */
 	done = *cur;
-	done.state = REC_COMPLETED;
-	memset(done.token, 0, sizeof(done.token));
-	done.lease_ms = a->now_ms;
-	if (exp > done.expires_ms)
-		done.expires_ms = exp;
-	done.cp = NULL;
-	done.cplen = 0;
+	store_rec_complete(&s->base, &done, a->now_ms, a->span_ms);
 	if (tx.respond != NULL)
 		rc = rec_response_borrow(tx.respond, &done.resp);
 	else {
