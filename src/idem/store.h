@@ -96,6 +96,11 @@ struct idem_tx {
 	void *impl;
 	int may_respond;                     /* in store_complete's hook */
 	const struct idem_response *respond; /* set by idem_tx_respond */
+	/*
+	 * Set by idem.c's wrapper around every application hook (NULL
+	 * outside one): what seals and opens the rows the hook touches.
+	 */
+	void *seal;
 };
 
 /*
@@ -337,6 +342,34 @@ struct store_ops {
  */
 int idem_open_backend(const struct idem_options *opt,
     const struct store_ops *backend, struct idem **out);
+
+/*
+ * Key rolling (idemctl rekey).  idem_reseal_scan lists the keys of the
+ * rows of table that are not sealed under the handle's current key, in
+ * key order, into *keys (each a u16 length and the bytes; the caller
+ * frees it with buf_free), and their number into *n, from one read
+ * transaction.  idem_reseal_rows rewrites the rows of up to n of those
+ * keys (read from keys at *off, which it advances) under the current key,
+ * in one write transaction, re-reading each inside it: a row that was
+ * deleted or rewritten meanwhile is left as it is.  With plaintext set,
+ * a value that is not a sealed value of a key the file lists is taken
+ * as stored in the clear (a store that was written before it had a key
+ * file) and sealed; without it, such a value is counted in *failed and
+ * left.  *moved counts the rows rewritten.  Both need a handle with a
+ * key file: IDEM_EINVAL otherwise.
+ */
+int idem_reseal_scan(struct idem *idem, const char *table, struct buf *keys,
+    size_t *n);
+int idem_reseal_rows(struct idem *idem, const char *table,
+    const struct buf *keys, size_t *off, size_t n, int plaintext,
+    size_t *moved, size_t *failed);
+
+/*
+ * Counts the idempotency records with a recovery point or a response
+ * that is not sealed under the current key (they are not rewritten:
+ * they go with their TTL, a stuck claim when it is resumed).
+ */
+int idem_reseal_records(struct idem *idem, size_t *stale);
 
 /* The LMDB backend (store_lmdb*.c). */
 extern const struct store_ops store_lmdb_ops;
