@@ -148,7 +148,13 @@ idem_seal_log(const char *what, const char *where, const uint8_t *id)
 	ssize_t w;
 	int n;
 
-	if (id != NULL) {
+	static const uint8_t none[SEAL_ID_SIZE];
+
+	if (id != NULL && memcmp(id, none, SEAL_ID_SIZE) == 0)
+		n = snprintf(line, sizeof(line), "idem: %s%s%s is not a "
+		    "sealed value (no key id)\n", what, where != NULL ?
+		    " of table " : "", where != NULL ? where : "");
+	else if (id != NULL) {
 		seal_id_hex(id, hex);
 		n = snprintf(line, sizeof(line), "idem: %s%s%s did not open "
 		    "under key id %s: a wrong or unknown key, or changed "
