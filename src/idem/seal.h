@@ -109,7 +109,8 @@ int seal_value_id(const void *in, size_t len, uint8_t id[SEAL_ID_SIZE]);
 int seal_is_current(const struct sealer *s, const void *in, size_t len);
 
 /* The key id as 8 lowercase hex digits and a NUL. */
-void seal_id_hex(const uint8_t id[SEAL_ID_SIZE], char out[2 * SEAL_ID_SIZE + 1]);
+void seal_id_hex(const uint8_t id[SEAL_ID_SIZE],
+    char out[2 * SEAL_ID_SIZE + 1]);
 
 /*
  * Creates the key file path holding one fresh random key, mode 0600,
