@@ -256,20 +256,28 @@ idem_sealed_free(struct idem_sealed *s)
 	buf_free(&s->blob);
 }
 
-/* Opens a row's value into out (appended). */
-static int
-idem_open_row(struct idem *idem, const char *table, const void *key,
-    size_t keylen, const void *val, size_t vallen, struct buf *out)
+int
+idem_unseal_row(const struct sealer *seal, const char *table,
+    const void *key, size_t keylen, const void *val, size_t vallen,
+    struct buf *out)
 {
 	uint8_t id[SEAL_ID_SIZE];
 	struct seal_ad ad;
 	int rc;
 
 	idem_ad_row(&ad, table, key, keylen);
-	if ((rc = seal_open(idem->seal, &ad, val, vallen, out, id)) ==
-	    IDEM_ESEAL)
+	if ((rc = seal_open(seal, &ad, val, vallen, out, id)) == IDEM_ESEAL)
 		idem_seal_log("a row", table, id);
 	return rc;
+}
+
+/* Opens a row's value into out (appended). */
+static int
+idem_open_row(struct idem *idem, const char *table, const void *key,
+    size_t keylen, const void *val, size_t vallen, struct buf *out)
+{
+	return idem_unseal_row(idem->seal, table, key, keylen, val, vallen,
+	    out);
 }
 
 static int
@@ -367,49 +375,46 @@ idem_hook_fn(const struct idem_hook *h)
  * file takes only sealed responses, and one without cannot open them:
  * either mismatch is IDEM_ESEAL, never the stored bytes as they are.
  */
-static int
-idem_open_response(struct idem_call *c)
+int
+idem_unseal_response(const struct sealer *seal, const char *scope,
+    const char *key, struct rec *r, void **mem)
 {
-	struct idem *idem = c->idem;
 	struct buf plain = BUF_INIT;
 	uint8_t id[SEAL_ID_SIZE];
 	struct seal_ad ad;
-	int sealed = rec_response_is_sealed(&c->rec.resp), rc;
+	int sealed = rec_response_is_sealed(&r->resp), rc;
 
-	if (idem->seal == NULL && !sealed)
+	if (seal == NULL && !sealed)
 		return IDEM_OK;
-	if (idem->seal == NULL || !sealed) {
+	if (seal == NULL || !sealed) {
 		idem_seal_log("a stored response", sealed ? "sealed, and no "
 		    "key file is configured" : "not sealed, and a key file "
 		    "is configured", NULL);
 		return IDEM_ESEAL;
 	}
-	idem_ad_record(&ad, "record-response", c->scope, c->key);
-	rc = seal_open(idem->seal, &ad, c->rec.resp.body, c->rec.resp.bodylen,
-	    &plain, id);
+	idem_ad_record(&ad, "record-response", scope, key);
+	rc = seal_open(seal, &ad, r->resp.body, r->resp.bodylen, &plain, id);
 	if (rc == IDEM_ESEAL)
 		idem_seal_log("a stored response", NULL, id);
 	if (rc == IDEM_OK)
-		rc = rec_response_unpack(plain.data, plain.len, &c->rec.resp,
-		    &c->resp_mem);
+		rc = rec_response_unpack(plain.data, plain.len, &r->resp, mem);
 	buf_free(&plain);
 	return rc;
 }
 
-/* A taken-over claim's recovery point, opened. */
-static int
-idem_open_point(struct idem_call *c)
+int
+idem_unseal_point(const struct sealer *seal, const char *scope,
+    const char *key, struct rec *r)
 {
-	struct idem *idem = c->idem;
 	struct buf plain = BUF_INIT;
 	uint8_t id[SEAL_ID_SIZE];
 	struct seal_ad ad;
 	int rc;
 
-	if (idem->seal == NULL || c->rec.cplen == 0)
+	if (seal == NULL || r->cplen == 0)
 		return IDEM_OK;
-	idem_ad_record(&ad, "record-point", c->scope, c->key);
-	rc = seal_open(idem->seal, &ad, c->rec.cp, c->rec.cplen, &plain, id);
+	idem_ad_record(&ad, "record-point", scope, key);
+	rc = seal_open(seal, &ad, r->cp, r->cplen, &plain, id);
 	if (rc != IDEM_OK) {
 		if (rc == IDEM_ESEAL)
 			idem_seal_log("a recovery point", NULL, id);
@@ -418,9 +423,9 @@ idem_open_point(struct idem_call *c)
 	}
 	if (plain.len == 0) {
 		buf_free(&plain);
-		rec_adopt_cp(&c->rec, NULL, 0);
+		rec_adopt_cp(r, NULL, 0);
 	} else
-		rec_adopt_cp(&c->rec, plain.data, plain.len);
+		rec_adopt_cp(r, plain.data, plain.len);
 	return IDEM_OK;
 }
 
@@ -594,7 +599,8 @@ idem_claim(struct idem_call *c, const uint8_t fp[IDEM_FP_SIZE],
 		memcpy(copy, st.point, st.len);
 		rec_adopt_cp(&c->rec, copy, st.len);
 	} else if (c->verdict == IDEM_RESUME &&
-	    (rc = idem_open_point(c)) != IDEM_OK)
+	    (rc = idem_unseal_point(idem->seal, c->scope, c->key, &c->rec)) !=
+	    IDEM_OK)
 		/* Let the next retry see the same answer at once. */
 		(void)store_abandon(idem->store, c->scope, c->key, c->token,
 		    idem_now_ms(idem));
@@ -653,7 +659,8 @@ idem_begin(struct idem *idem, const char *scope, const char *key,
 	metrics_inc(idem_verdict_metric[c->verdict]);
 	switch (c->verdict) {
 	case IDEM_REPLAY:
-		if ((rc = idem_open_response(c)) != IDEM_OK)
+		if ((rc = idem_unseal_response(idem->seal, c->scope, c->key,
+		    &c->rec, &c->resp_mem)) != IDEM_OK)
 			goto fail;
 		idem_call_view(c);
 		break;

@@ -344,6 +344,25 @@ int idem_open_backend(const struct idem_options *opt,
     const struct store_ops *backend, struct idem **out);
 
 /*
+ * What idem.c does to what it reads, for readers of the store below it
+ * (a simulator's checks): with seal NULL, a sealed value is refused and
+ * any other left as it is.  idem_unseal_response opens a completed
+ * record's sealed response into r->resp, whose parts then live in *mem
+ * (the caller frees it; r->mem still holds the rest).
+ * idem_unseal_point opens an in-progress record's recovery point in
+ * place.  idem_unseal_row appends a row's plaintext to out.  IDEM_ESEAL
+ * (logged, with the key id), IDEM_ECORRUPT, IDEM_ENOMEM.
+ */
+struct sealer;
+int idem_unseal_response(const struct sealer *seal, const char *scope,
+    const char *key, struct rec *r, void **mem);
+int idem_unseal_point(const struct sealer *seal, const char *scope,
+    const char *key, struct rec *r);
+int idem_unseal_row(const struct sealer *seal, const char *table,
+    const void *key, size_t keylen, const void *val, size_t vallen,
+    struct buf *out);
+
+/*
  * Key rolling (idemctl rekey).  idem_reseal_scan lists the keys of the
  * rows of table that are not sealed under the handle's current key, in
  * key order, into *keys (each a u16 length and the bytes; the caller
