@@ -6,8 +6,9 @@
  * row not sealed under the file's first key, table by table, in
  * batches of N rows, each batch one write transaction of its own (so it
  * runs while the responders serve), with a pause between batches for
- * the responders' writes, and prints its progress; a second run finds
- * nothing to do.
+ * the responders' writes, and prints its progress; then the idempotency
+ * records the same way, where the store can rewrite them (LMDB; on
+ * PostgreSQL they go with their TTL).  A second run finds nothing to do.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,7 @@ struct ctl_rekey {
 	int plaintext;
 	size_t moved;
 	size_t failed;
+	int records_fixed;   /* the store cannot rewrite records */
 };
 
 /* One table: its stale keys listed once, then rewritten in batches. */
@@ -80,6 +82,40 @@ out:
 	buf_free(&keys);
 	if (rc != IDEM_OK)
 		fprintf(stderr, "idemctl: rekey: %s: %s\n", table,
+		    idem_strerror(rc));
+	return rc;
+}
+
+/* The idempotency records sealed under older keys, in batches. */
+static int
+ctl_rekey_records(struct ctl_rekey *k)
+{
+	struct buf list = BUF_INIT;
+	size_t n, done = 0, off = 0, step;
+	int rc;
+
+	if ((rc = idem_reseal_record_scan(k->idem, &list, &n)) != IDEM_OK)
+		goto out;
+	while (done < n) {
+		step = n - done < k->batch ? n - done : k->batch;
+		rc = idem_reseal_record_batch(k->idem, &list, &off, step);
+		if (rc == IDEM_EINVAL) {
+			k->records_fixed = 1;
+			rc = IDEM_OK;
+			break;
+		}
+		if (rc != IDEM_OK)
+			goto out;
+		done += step;
+		printf("rekey: records %zu/%zu\n", done, n);
+		fflush(stdout);
+		if (done < n)
+			nanosleep(&k->pause, NULL);
+	}
+out:
+	buf_free(&list);
+	if (rc != IDEM_OK)
+		fprintf(stderr, "idemctl: rekey: records: %s\n",
 		    idem_strerror(rc));
 	return rc;
 }
@@ -131,11 +167,15 @@ ctl_rekey(const struct config *cfg, int argc, char **argv)
 	for (i = 0; pay_tables[i] != NULL && rc == IDEM_OK; i++)
 		rc = ctl_rekey_table(&k, pay_tables[i]);
 	if (rc == IDEM_OK)
+		rc = ctl_rekey_records(&k);
+	if (rc == IDEM_OK)
 		rc = idem_reseal_records(k.idem, &stale);
 	idem_close(k.idem);
 	if (rc != IDEM_OK)
 		return 1;
 	printf("rows resealed: %zu\nrows that did not open: %zu\n"
-	    "records under older keys: %zu\n", k.moved, k.failed, stale);
+	    "records under older keys: %zu%s\n", k.moved, k.failed, stale,
+	    k.records_fixed ? " (this store cannot rewrite them: they go "
+	    "with their TTL)" : "");
 	return k.failed != 0;
 }

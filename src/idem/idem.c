@@ -1232,19 +1232,141 @@ idem_reseal_rows(struct idem *idem, const char *table,
 	return rc;
 }
 
+/* Whether r holds a sealed part not sealed under the current key. */
+static int
+idem_rec_stale(const struct sealer *seal, const struct rec *r)
+{
+	return r->state == REC_COMPLETED ?
+	    !rec_response_is_sealed(&r->resp) ||
+	    !seal_is_current(seal, r->resp.body, r->resp.bodylen) :
+	    r->cplen > 0 && !seal_is_current(seal, r->cp, r->cplen);
+}
+
 static int
 idem_stale_record(void *ctx, const char *scope, const char *key,
     const struct rec *r)
 {
 	struct idem_stale *st = ctx;
 
-	(void)scope;
-	(void)key;
-	if (r->state == REC_COMPLETED ? !rec_response_is_sealed(&r->resp) ||
-	    !seal_is_current(st->seal, r->resp.body, r->resp.bodylen) :
-	    r->cplen > 0 && !seal_is_current(st->seal, r->cp, r->cplen))
-		st->n++;
+	if (!idem_rec_stale(st->seal, r))
+		return 0;
+	if (st->keys != NULL &&
+	    ((st->rc = buf_append(st->keys, scope, strlen(scope) + 1)) !=
+	    IDEM_OK ||
+	    (st->rc = buf_append(st->keys, key, strlen(key) + 1)) != IDEM_OK))
+		return 1;
+	st->n++;
 	return 0;
+}
+
+int
+idem_reseal_record_scan(struct idem *idem, struct buf *list, size_t *n)
+{
+	struct idem_stale st = { idem->seal, list, 0, IDEM_OK };
+	int rc;
+
+	*n = 0;
+	if (idem->seal == NULL)
+		return IDEM_EINVAL;
+	rc = store_each(idem->store, idem_stale_record, &st);
+	*n = st.n;
+	return st.rc != IDEM_OK ? st.rc : rc;
+}
+
+/* What a record batch rewrites with; parts live until the next record. */
+struct idem_rekey_rec {
+	struct idem *idem;
+	struct idem_sealed sealed;
+	struct buf plain;
+	struct buf point;
+	void *mem;
+};
+
+/*
+ * One record, inside the batch's write transaction.  Only what is
+ * sealed under an older key is rewritten: a response in the clear is
+ * left for its TTL, and one that does not open is left (and logged).
+ */
+static int
+idem_rekey_rec(void *ctx, const char *scope, const char *key, struct rec *r,
+    int *changed)
+{
+	struct idem_rekey_rec *x = ctx;
+	const struct sealer *seal = x->idem->seal;
+	uint8_t id[SEAL_ID_SIZE];
+	struct seal_ad ad;
+	void *mem = NULL;
+	int rc;
+
+	if (!idem_rec_stale(seal, r))
+		return IDEM_OK;
+	if (r->state == REC_COMPLETED) {
+		if (!rec_response_is_sealed(&r->resp))
+			return IDEM_OK;
+		if ((rc = idem_unseal_response(seal, scope, key, r, &mem)) !=
+		    IDEM_OK)
+			return rc == IDEM_ESEAL ? IDEM_OK : rc;
+		free(x->mem);
+		x->mem = mem;
+		if ((rc = idem_seal_response(x->idem, scope, key, &r->resp,
+		    &x->sealed)) != IDEM_OK)
+			return rc;
+		r->resp = x->sealed.rr;
+		*changed = 1;
+		return IDEM_OK;
+	}
+	buf_reset(&x->plain);
+	buf_reset(&x->point);
+	idem_ad_record(&ad, "record-point", scope, key);
+	if ((rc = seal_open(seal, &ad, r->cp, r->cplen, &x->plain, id)) !=
+	    IDEM_OK) {
+		if (rc == IDEM_ESEAL)
+			idem_seal_log("a recovery point", NULL, id);
+		return rc == IDEM_ESEAL ? IDEM_OK : rc;
+	}
+	if ((rc = idem_seal_point(x->idem, scope, key, x->plain.data,
+	    x->plain.len, &x->point)) != IDEM_OK)
+		return rc;
+	r->cp = (uint8_t *)x->point.data;
+	r->cplen = x->point.len;
+	*changed = 1;
+	return IDEM_OK;
+}
+
+int
+idem_reseal_record_batch(struct idem *idem, const struct buf *list,
+    size_t *off, size_t n)
+{
+	struct idem_rekey_rec x;
+	const char **scopes, **keys;
+	size_t i, pos = *off;
+	int rc;
+
+	if (idem->seal == NULL)
+		return IDEM_EINVAL;
+	if ((scopes = calloc(n + 1, sizeof(*scopes))) == NULL ||
+	    (keys = calloc(n + 1, sizeof(*keys))) == NULL) {
+		free(scopes);
+		return IDEM_ENOMEM;
+	}
+	for (i = 0; i < n && pos < list->len; i++) {
+		scopes[i] = list->data + pos;
+		pos += strlen(scopes[i]) + 1;
+		keys[i] = list->data + pos;
+		pos += strlen(keys[i]) + 1;
+	}
+	memset(&x, 0, sizeof(x));
+	x.idem = idem;
+	rc = store_reseal(idem->store, scopes, keys, i, idem_rekey_rec, &x);
+	if (rc == IDEM_OK)
+		*off = pos;
+	idem_sealed_free(&x.sealed);
+	buf_free(&x.plain);
+	buf_free(&x.point);
+	free(x.mem);
+	free(scopes);
+	free(keys);
+	return rc;
 }
 
 int

@@ -281,6 +281,20 @@ int store_each_pending(struct store *s, store_each_fn fn, void *ctx);
 /* Number of rows in table. */
 int store_count(struct store *s, const char *table, size_t *n);
 
+/*
+ * Rewrites records in place, for key rolling: in one write transaction,
+ * for each of the n (scope, key) pairs, reads the record (one that is
+ * gone is skipped) and calls fn, which may change its recovery point or
+ * response (borrowing memory of its own, valid until the next call) and
+ * sets *changed; a changed record is written back with its index entry
+ * as it was (fn changes no time or state).  IDEM_EINVAL from a backend
+ * without it (the PostgreSQL one, for now).
+ */
+typedef int (*store_reseal_fn)(void *ctx, const char *scope,
+    const char *key, struct rec *r, int *changed);
+int store_reseal(struct store *s, const char *const *scopes,
+    const char *const *keys, size_t n, store_reseal_fn fn, void *ctx);
+
 /* Rows inside a hook's transaction: see idem_tx_get in idem.h. */
 int store_tx_get(struct idem_tx *tx, const char *table, const void *key,
     size_t keylen, const void **val, size_t *vallen);
@@ -334,6 +348,9 @@ struct store_ops {
 	    size_t keylen, const void *val, size_t vallen);
 	int (*tx_del)(struct idem_tx *tx, const char *table, const void *key,
 	    size_t keylen);
+	/* Optional (NULL: IDEM_EINVAL). */
+	int (*reseal)(struct store *s, const char *const *scopes,
+	    const char *const *keys, size_t n, store_reseal_fn fn, void *ctx);
 };
 
 /*
@@ -384,11 +401,20 @@ int idem_reseal_rows(struct idem *idem, const char *table,
     size_t *moved, size_t *failed);
 
 /*
- * Counts the idempotency records with a recovery point or a response
- * that is not sealed under the current key (they are not rewritten:
- * they go with their TTL, a stuck claim when it is resumed).
+ * idem_reseal_records counts the idempotency records with a recovery
+ * point or a response that is not sealed under the current key.
+ * idem_reseal_record_scan lists them ((scope NUL key NUL) each, *n of
+ * them) from one read; idem_reseal_record_batch rewrites up to n of
+ * them from *off (which it advances) under the current key in one write
+ * transaction (store_reseal), each read again inside it: a record that
+ * changed meanwhile is rewritten as it now is, one gone is skipped, one
+ * that does not open is left (logged).  IDEM_EINVAL from a backend that
+ * cannot rewrite records (PostgreSQL, for now): those go with their TTL.
  */
 int idem_reseal_records(struct idem *idem, size_t *stale);
+int idem_reseal_record_scan(struct idem *idem, struct buf *list, size_t *n);
+int idem_reseal_record_batch(struct idem *idem, const struct buf *list,
+    size_t *off, size_t n);
 
 /* The LMDB backend (store_lmdb*.c). */
 extern const struct store_ops store_lmdb_ops;

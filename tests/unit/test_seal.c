@@ -555,6 +555,73 @@ test_rekey_in_batches(void)
 	idem_close(only);
 }
 
+/*
+ * Records: under key2 then key1, the records sealed under key1 (five
+ * completed, one claim with a recovery point) are rewritten in batches
+ * of 4 where the store can (LMDB; PostgreSQL says IDEM_EINVAL), and then
+ * replay, and the claim's point opens, under key2 alone.
+ */
+static void
+test_rekey_records(void)
+{
+	struct idem_header loc = { "Location", "/payments/pay_1" };
+	struct idem_response r = { 201, &loc, 1, "{\"n\":1}", 7 };
+	struct idem *old = open_idem(key1), *h, *only;
+	struct buf list = BUF_INIT;
+	struct idem_call *c = NULL;
+	struct sealer *s2;
+	struct rec rec;
+	size_t n, off = 0, stale, i;
+	char k[8];
+	int rc;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(old);
+	for (i = 0; i < 5; i++) {
+		snprintf(k, sizeof(k), "c%zu", i);
+		complete(old, "s", k, &r);
+	}
+	CU_ASSERT_EQUAL_FATAL(idem_begin(old, "s", "claim", fp, NULL, NULL,
+	    &c), IDEM_OK);
+	CU_ASSERT_EQUAL(idem_checkpoint(c, 1, "pay_point", 9), IDEM_OK);
+	idem_call_free(c);
+	idem_close(old);
+	write_both();
+	h = open_idem(both);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	CU_ASSERT_EQUAL_FATAL(idem_reseal_record_scan(h, &list, &n), IDEM_OK);
+	HARNESS_EQ(n, 6);
+	rc = idem_reseal_record_batch(h, &list, &off, 4);
+	if (harness_pg()) {
+		HARNESS_EQ(rc, IDEM_EINVAL);
+		buf_free(&list);
+		idem_close(h);
+		return;
+	}
+	HARNESS_EQ(rc, IDEM_OK);
+	CU_ASSERT_EQUAL(idem_reseal_records(h, &stale), IDEM_OK);
+	HARNESS_EQ(stale, 2);
+	HARNESS_EQ(idem_reseal_record_batch(h, &list, &off, 4), IDEM_OK);
+	HARNESS_EQ(off, list.len);
+	CU_ASSERT_EQUAL(idem_reseal_records(h, &stale), IDEM_OK);
+	HARNESS_EQ(stale, 0);
+	buf_free(&list);
+	idem_close(h);
+	only = open_idem(key2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(only);
+	for (i = 0; i < 5; i++) {
+		snprintf(k, sizeof(k), "c%zu", i);
+		expect_replay(only, "s", k, "{\"n\":1}", IDEM_OK);
+	}
+	idem_close(only);
+	s2 = load(key2);
+	CU_ASSERT_EQUAL_FATAL(raw_lookup("s", "claim", &rec), IDEM_OK);
+	CU_ASSERT_EQUAL(idem_unseal_point(s2, "s", "claim", &rec), IDEM_OK);
+	HARNESS_EQ(rec.cplen, 9);
+	CU_ASSERT(rec.cp != NULL && memcmp(rec.cp, "pay_point", 9) == 0);
+	rec_free(&rec);
+	seal_free(s2);
+}
+
 int
 harness_suites(void)
 {
@@ -575,7 +642,8 @@ harness_suites(void)
 	    test_records_bound_to_place) == NULL ||
 	    CU_add_test(s, "rows bound to their place",
 	    test_rows_bound_to_place) == NULL ||
-	    CU_add_test(s, "rekey in batches", test_rekey_in_batches) == NULL)
+	    CU_add_test(s, "rekey in batches", test_rekey_in_batches) == NULL ||
+	    CU_add_test(s, "rekey records", test_rekey_records) == NULL)
 		return -1;
 	return 0;
 }

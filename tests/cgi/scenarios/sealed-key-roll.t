@@ -1,9 +1,9 @@
 # Rolling the sealing key: a key file listing a new key first and the old
 # one after it seals new values under the new key and still opens the
-# old ones; idemctl rekey rewrites every row sealed under the old key, in
-# batches, with a progress count, and a second run finds nothing; then
-# the rows open under the new key alone.  Records are not rewritten:
-# they go with their TTL (records under older keys are counted).
+# old ones; idemctl rekey rewrites every row and record sealed under the
+# old key, in batches, with a progress count, and a second run finds
+# nothing; then everything opens under the new key alone.
+# store: LMDB only (sealed-key-roll-pg.t: PostgreSQL rewrites rows only)
 
 request p1: POST /payments
   as alice
@@ -50,11 +50,14 @@ ctl: rekey -n 2 -w 0
   prints: rekey: by_account 3/3
   prints: rekey: refunds 1/1
   prints: rows resealed: 9
+  prints: rekey: records 2/4
+  prints: rekey: records 4/4
   prints: rows that did not open: 0
-  prints: records under older keys: 4
+  prints: records under older keys: 0
 
 ctl: rekey
   prints: rows resealed: 0
+  prints: records under older keys: 0
 
 env IDEM_SECRET_FILE={tmp}/new
 request get: GET /payments/{id}
@@ -70,7 +73,12 @@ request p2-again: like p2
 expect: 201
   replay-of: p2
 
-# The old key's records do not open without it.
+request p1-rekeyed: like p1
+expect: 201
+  replay-of: p1
+
+# And nothing opens under the old key alone any more.
+env IDEM_SECRET_FILE={tmp}/secret
 request p1-old: like p1
 expect: 500
   problem: internal-error
