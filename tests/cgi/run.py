@@ -768,15 +768,6 @@ class Scenario:
         if text == "utf8-body":
             self._utf8_body(resp, where)
             return
-        m = re.match(r"^log:\s*(.*)$", text, re.S)
-        if m:
-            try:
-                exp = load_json(m.group(1))
-            except ValueError as e:
-                raise ScenarioError("%s: expected JSON does not parse: %s" %
-                                    (where, e))
-            self.match_json(exp, self._log_json(resp, where), where + ": log")
-            return
         m = re.match(r"^body-of:\s*(\S+)$", text)
         if m:
             other = self._response(m.group(1), where)
@@ -784,14 +775,18 @@ class Scenario:
                 raise Fail("%s: body differs from %s's: expected %r, got %r"
                            % (where, other.name, other.body, resp.body))
             return
-        m = re.match(r"^json:\s*(.*)$", text, re.S)
+        # json: the body; log: the JSON request log line on stderr.
+        m = re.match(r"^(json|log):\s*(.*)$", text, re.S)
         if m:
             try:
-                exp = load_json(m.group(1))
+                exp = load_json(m.group(2))
             except ValueError as e:
                 raise ScenarioError("%s: expected JSON does not parse: %s" %
                                     (where, e))
-            self.match_json(exp, self._json(resp, where), where + ": json $")
+            if m.group(1) == "json":
+                self.match_json(exp, self._json(resp, where), where + ": json $")
+            else:
+                self.match_json(exp, self._log_json(resp, where), where + ": log")
             return
         m = re.match(r"^problem:\s*(\S+)$", text)
         if m:
