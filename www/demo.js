@@ -229,8 +229,8 @@
     if (r.status === 201 && replayed) {
       setOutcome(e, "replayed", status, "The same payment, replayed",
         "The server had finished this payment before and sent its stored answer " +
-        "again: same id " + doc.id + ", same body, Idempotent-Replayed: true. " +
-        "The card was not charged again.");
+        "again: same id " + doc.id + (doc.charge_id ? ", same charge " + doc.charge_id : "") +
+        ", same body, Idempotent-Replayed: true. The card was not charged again.");
     } else if (r.status === 201) {
       setOutcome(e, "created", status, "Paid",
         "The provider charged the card and the server recorded payment " + doc.id +
