@@ -349,10 +349,19 @@
       return;
     }
     e.li.dataset.recorded = found.id;
+    const retry = el("button", "retry", "Retry with the same key");
+    retry.type = "button";
+    retry.addEventListener("click", () => {
+      lose.checked = false;
+      keyInput.value = e.li.dataset.key;
+      updateSecondTab();
+      pay();
+    });
+    e.explain.after(retry);
     e.explain.textContent = "The provider charged the card, and the page dropped the " +
       "connection before the answer came: what a phone in a tunnel does. The server " +
       "finished anyway and recorded payment " + found.id + ", but this page never saw " +
-      "it. Press Pay to retry with the same key.";
+      "it. An app retries with the same key:";
   }
 
   function prefill() {

@@ -133,10 +133,19 @@ class Demo:
                         out.append(doc)
         return out
 
-    def last_log(self, outcome, status):
-        lines = [d for d in self.log_lines() if d["outcome"] == outcome]
-        expect(lines, f"no JSON log line with outcome {outcome!r}: {self.log_lines()}")
-        d = lines[-1]
+    def log_of(self, outcome, status, nth=1):
+        """The nth JSON log line with this outcome (POST /payments, in the
+        order written), once it is there: a worker writes it just after
+        its commit, which the page may have seen first."""
+        def found(_):
+            lines = [d for d in self.log_lines() if d["outcome"] == outcome]
+            return lines[nth - 1] if len(lines) >= nth else False
+        try:
+            d = WebDriverWait(None, DEADLINE.timeout(WAIT),
+                              poll_frequency=0.05).until(found)
+        except TimeoutException:
+            raise Check(f"no JSON log line with outcome {outcome!r}: "
+                        f"{self.log_lines()}")
         expect(d["status"] == status, f"log: status {d['status']} for {outcome}")
         expect(d["account"] == "acct_alice", f"log: account {d['account']!r}")
         expect(d["key"] and len(d["key"]) == 32, f"log: key {d['key']!r}")
@@ -248,7 +257,7 @@ def step_pay(t):
     expect(t.charges() == 1, f"provider charges {t.charges()}")
     s = t.store()
     expect(s["payments"] == 1 and s["charges"] == 1, f"idemctl stats {s}")
-    t.last_log("claim", 201)
+    t.log_of("claim", 201)
     t.shot("1-paid.png")
 
 
@@ -276,10 +285,12 @@ def step_lost_retry(t):
     expect(s["payments"] == 2, f"idemctl stats after: {s}")
     t.shot("2-lost.png")
 
-    t.field("lose").click()
-    expect(t.field("key").get_attribute("value") == key, "the key changed")
-    n = t.pay()
+    claim = t.log_of("claim", 201, 2)
+    n = len(t.entries())
+    e.find_element(By.CSS_SELECTOR, "button.retry").click()
     e = t.new_entry(n, "replayed", "the retry is replayed")
+    expect(t.field("key").get_attribute("value") == key, "the key changed")
+    expect(not t.field("lose").is_selected(), "the retry lost its answer too")
     h = t.headers_of(e)
     expect(h.get("idempotent-replayed") == "true", f"headers {h}")
     expect(e.get_attribute("data-payment") == lost_id,
@@ -288,7 +299,9 @@ def step_lost_retry(t):
     expect(t.charges() == 2, f"provider charges {t.charges()}: charged again")
     s = t.store()
     expect(s["payments"] == 2, f"idemctl stats {s}")
-    t.last_log("replay", 201)
+    replay = t.log_of("replay", 201)
+    expect(replay["key"] == claim["key"],
+           f"the retry's keyhash {replay['key']} is not the claim's {claim['key']}")
     t.shot("3-replayed.png")
 
 
@@ -310,7 +323,7 @@ def step_second_tab(t):
         s = t.store()
         expect(s.get("in_progress") == 1 and s["payments"] == 2, f"idemctl stats {s}")
         expect(t.charges() == 3, f"provider charges {t.charges()}")
-        t.last_log("conflict", 409)
+        conflict = t.log_of("conflict", 409)
         t.shot("4-second-tab-409.png")
         t.driver.close()
         t.driver.switch_to.window(first)
@@ -319,6 +332,8 @@ def step_second_tab(t):
     e = t.new_entry(n, "created", "the first tab gets its 201")
     expect(t.charges() == 3, f"provider charges {t.charges()}")
     expect(t.store()["payments"] == 3, "payments")
+    expect(t.log_of("claim", 201, 3)["key"] == conflict["key"],
+           "the 409's keyhash is not the first tab's")
 
 
 def step_other_amount(t):
@@ -330,7 +345,8 @@ def step_other_amount(t):
     t.problem_link(e, "key-reused")
     expect(t.charges() == 3, f"provider charges {t.charges()}")
     expect(t.store()["payments"] == 3, "payments")
-    t.last_log("mismatch", 422)
+    expect(t.log_of("mismatch", 422)["key"] == t.log_of("claim", 201, 3)["key"],
+           "the 422's keyhash is not the original's")
     t.shot("5-other-amount-422.png")
 
 
