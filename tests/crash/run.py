@@ -23,6 +23,9 @@ Three parts, each with "ok - crash ..." / "FAIL - crash ...: why" lines:
         key has its 201, one charge and one payment, no key stuck, and every
         key's replay equals its 201.
 
+With --store pg every part runs on a throwaway PostgreSQL server
+(tests/lib/pg.py): a fresh database per CGI case and per live server.
+
 The matrices and figures are printed; the last line is
 "crash: N passed, M failed" and the exit status is 0 iff M == 0.  Python 3
 standard library only; loopback only; everything under one global deadline;
@@ -68,9 +71,9 @@ def main():
     ap.add_argument("--deadline", type=float, default=230, help="whole run, seconds")
     ap.add_argument("--keep", action="store_true", help="keep temp dirs of failures")
     ap.add_argument("--store", choices=("lmdb", "pg"), default="lmdb",
-                    help="idempotency store of the CGI matrix: lmdb (default) or pg, "
-                    "a throwaway PostgreSQL server (tests/lib/pg.py), a fresh database "
-                    "per case (pg runs the CGI part only)")
+                    help="idempotency store: lmdb (default) or pg, a throwaway "
+                    "PostgreSQL server (tests/lib/pg.py), a fresh database per CGI "
+                    "case and per live instance")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     DEADLINE.reset(args.deadline)
@@ -79,13 +82,13 @@ def main():
     parts = args.only or ["cgi", "live", "load"]
     suite = "crash"
     if args.store == "pg":
-        suite, parts = "crash-pg", ["cgi"]
+        suite = "crash-pg"
         if not pg.available():
             print("FAIL - crash setup: no PostgreSQL server installed")
             print(f"{suite}: 0 passed, 1 failed")
             return 1
-        part_cgi_module.PG = pg.Postgres().start()
-        atexit.register(part_cgi_module.PG.stop)
+        CONF.pg = part_cgi_module.PG = pg.Postgres().start()
+        atexit.register(CONF.pg.stop)
     if args.workers < 4:
         ap.error("--workers must be >= 4")
 
