@@ -472,10 +472,21 @@ pg_open(const struct store_config *cfg, struct store **out)
 	}
 	v = pg_schema_version(pc->c);
 	pg_release(s, pc);
+	/*
+	 * Never run on a schema this program does not know: an older one
+	 * lacks what it writes, and a newer one may hold what it would
+	 * misread or leave out of date (a downgrade is not a migration).
+	 */
 	if (v != PG_SCHEMA_VERSION) {
-		fprintf(stderr, "idem: the PostgreSQL store has schema version "
-		    "%ld, this program needs %d: run idemctl migrate\n",
-		    v, PG_SCHEMA_VERSION);
+		if (v > PG_SCHEMA_VERSION)
+			fprintf(stderr, "idem: the PostgreSQL store has schema "
+			    "version %ld, newer than this program's %d: run "
+			    "the program that migrated it\n", v,
+			    PG_SCHEMA_VERSION);
+		else
+			fprintf(stderr, "idem: the PostgreSQL store has schema "
+			    "version %ld, this program needs %d: run idemctl "
+			    "migrate\n", v, PG_SCHEMA_VERSION);
 		pg_close(&s->base);
 		return IDEM_EIO;
 	}
