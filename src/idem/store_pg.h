@@ -22,8 +22,9 @@
  *	idem_rows		(tbl, k) -> v: every application table
  *	idem_quota		scope -> its records (the per-scope bound)
  *	idem_counts		(tbl, slot) -> rows added less rows
- *				deleted through pool connection slot: a
- *				table's count is the sum of its slots
+ *				deleted by the sessions whose server
+ *				process id is slot modulo PG_COUNT_SLOTS:
+ *				a table's count is the sum of its slots
  *
  * scope and key are bytea, so rows sort bytewise as in LMDB.
  */
@@ -52,6 +53,8 @@
  * server-side cursor: its memory is this, not the table's size.
  */
 #define PG_WALK_BATCH 256
+/* Rows a table's count is spread over (idem_counts.slot). */
+#define PG_COUNT_SLOTS 1024
 #define PG_STR_(x) #x
 #define PG_STR(x) PG_STR_(x)
 /* An internal result: roll back and run the transaction again. */

@@ -159,9 +159,11 @@ struct pg_tx {
  * Adds the rows a transaction added to or deleted from each table to
  * the tables' counts (idem_counts), last in the transaction: the rows
  * of the counts are locked for as short a time as may be, after every
- * other lock the transaction takes, in table order.  Each connection
- * of the pool writes its own slot, so that concurrent writes of one
- * process do not queue on one row; store_count sums a table's slots.
+ * other lock the transaction takes, in table order.  A session writes
+ * the slot of its server process's id, so that concurrent writes, of
+ * one process or of many hosts, seldom queue on one row (two sessions
+ * that share a slot only wait for each other); store_count sums a
+ * table's slots, at most PG_COUNT_SLOTS rows.
  */
 static int
 pg_counts_apply(struct pgstore *s, struct pgconn *pc, const long long *delta)
@@ -184,7 +186,7 @@ pg_counts_apply(struct pgstore *s, struct pgconn *pc, const long long *delta)
 		memset(&a, 0, sizeof(a));
 		snprintf(n, sizeof(n), "%lld", delta[i]);
 		pg_arg_str(&a, s->tables[i]);
-		pg_arg_u64(&a, (uint64_t)(pc - s->conns));
+		pg_arg_u64(&a, (uint64_t)PQbackendPID(pc->c) % PG_COUNT_SLOTS);
 		pg_arg_str(&a, n);
 		if ((rc = pg_run(pc, "INSERT INTO idem_counts AS c (tbl, slot, n) "
 		    "VALUES ($1, $2, $3) ON CONFLICT (tbl, slot) DO UPDATE SET "
