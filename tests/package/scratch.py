@@ -13,21 +13,23 @@ the maintainer scripts as on a real system, and all it writes lands in the
 upper layer.  There:
 
   - the postinst made the system account idem and /var/lib/idem
-    (idem:idem, 0750), /etc/idem/idem.env is a conffile, and every unit of
-    etc/systemd/ is installed, substituted, not enabled, and passes
-    systemd-analyze verify;
+    (idem:idem, 0750), and the sealing key file when idem.env names one;
+    /etc/idem/idem.env is a conffile; every unit of etc/systemd/ is
+    installed, substituted, not enabled, and passes systemd-analyze
+    verify;
   - idem-fcgi.service's own ExecStart= runs, with its EnvironmentFile= and
     RuntimeDirectory=, under a stand-in for journald's stdout socket (the
     unit logs through systemd-cat), behind lighttpd configured from the
     installed example; a payment, its replay, a key reused with another
     amount and the problem page it links to are answered, the installed
-    idemctl reads the payment from the store as the idem account, and
+    idemctl reads the payment from the store as the idem account, every
+    Type=oneshot unit (what the timers start) runs as its unit says, and
     SIGTERM stops the workers;
   - pkg-config finds idem.pc, and a program on idem.h links against the
     installed libidem (shared, and static from libidem.a), as does the
     packaged examples/orders.c, which answers a CGI request;
-  - purging the packages succeeds and removes the programs and the
-    conffile.
+  - purging the packages succeeds, removes the programs and the
+    conffile, and leaves the store.
 
 Prints "ok - ..." and "FAIL - ..." lines, then "scratch: N passed, N
 failed".
@@ -233,6 +235,13 @@ def check_config(root):
     else:
         R.fail("idem.env: placeholders filled, store under /var/lib/idem",
                " ".join(left) or str(env))
+    secret = env.get("IDEM_SECRET_FILE")
+    if secret:
+        p = root.run(["stat", "-c", "%U:%G %a", secret])
+        if p.stdout.strip() == "root:idem 640":
+            R.ok(f"postinst: {secret} made, root:idem 640")
+        else:
+            R.fail(f"postinst: {secret} made, root:idem 640", p.stdout)
     return env
 
 
@@ -260,24 +269,33 @@ def check_units(root, srcdir):
     R.record("units: substituted, none enabled", problems)
     p = root.run(["systemd-analyze", "verify"] + [f"{d}/{u}" for u in want])
     check("systemd-analyze verify (in the scratch root)", p)
-    return d
+    return (d, want)
+
+
+def unit_command(root, unit):
+    """A unit's ExecStart= as argv, its environment files' variables, and
+    the account it runs as (None: root)."""
+    env = {}
+    for f in unit.get("EnvironmentFile", "").split():
+        path = root.at(f.lstrip("-"))
+        if os.path.exists(path) or not f.startswith("-"):
+            env.update(parse_env_file(path))
+    argv = shlex.split(unit["ExecStart"].lstrip("@-:+!"))
+    return argv, env, unit.get("User")
 
 
 def start_unit(root, udir):
     """What systemd does for idem-fcgi.service: its runtime directory, its
     environment file, its ExecStart= (Type=forking: it returns once the
-    workers run).  Returns the unit's settings, or None."""
+    workers run).  Returns the workers' socket, or None."""
     unit = parse_unit(root.read(f"{udir}/idem-fcgi.service"))
     rundir = "/run/" + unit.get("RuntimeDirectory", "idem")
     os.makedirs(root.at(rundir))
     os.chmod(root.at(rundir), int(unit.get("RuntimeDirectoryMode", "0755"), 8))
-    env = {}
-    for f in unit.get("EnvironmentFile", "").split():
-        env.update(parse_env_file(root.at(f.lstrip("-"))))
-    argv = shlex.split(unit["ExecStart"].lstrip("@-:+!"))
+    argv, env, user = unit_command(root, unit)
     # A file, not a pipe: the workers outlive the command.
     with open(root.at("/tmp/execstart.out"), "w+") as out:
-        p = root.run(argv, env=env, stdout=out)
+        p = root.run(argv, user=user, env=env, stdout=out)
         out.seek(0)
         p.stdout = out.read()
     if not check(f"ExecStart of idem-fcgi.service: {argv[0]} ... {argv[-1]}", p):
@@ -371,6 +389,20 @@ def payments(root, port, env):
         R.fail("everything under /var/lib/idem belongs to idem", p.stdout)
 
 
+def oneshots(root, udir, units):
+    """Every Type=oneshot service (what the timers start) run once as its
+    unit says, on the store the workers use."""
+    for name in units:
+        if not name.endswith(".service"):
+            continue
+        unit = parse_unit(root.read(f"{udir}/{name}"))
+        if unit.get("Type") != "oneshot":
+            continue
+        argv, env, user = unit_command(root, unit)
+        check(f"{name}: {' '.join(argv)} as {user or 'root'}",
+              root.run(argv, user=user, env=env))
+
+
 def check_log(journal):
     text = journal.text()
     if "idem-fcgi" in text and re.search(r"POST /payments 201", text):
@@ -451,11 +483,14 @@ def purge(root, names):
     p = root.run(["dpkg", "--purge"] + names)
     if not check("dpkg --purge " + " ".join(names), p):
         return
-    left = [f for f in ("/usr/bin/idem-fcgi", "/usr/bin/idemctl",
-                        "/etc/idem/idem.env", "/usr/include/idem.h")
-            if os.path.lexists(root.at(f))]
-    R.record("purged: programs, header and conffile gone",
-             [f"{f} left" for f in left])
+    problems = [f"{f} left" for f in
+                ("/usr/bin/idem-fcgi", "/usr/bin/idemctl",
+                 "/etc/idem/idem.env", "/usr/include/idem.h")
+                if os.path.lexists(root.at(f))]
+    if not os.path.isdir(root.at("/var/lib/idem/db")):
+        problems.append("/var/lib/idem/db (the payments) removed")
+    R.record("purged: programs, header and conffile gone, the store kept",
+             problems)
 
 
 def main():
@@ -473,7 +508,7 @@ def main():
     try:
         check_account(root)
         env = check_config(root)
-        udir = check_units(root, a.srcdir)
+        udir, units = check_units(root, a.srcdir) or (None, [])
         digest = root.run(["idemctl", "hash-key", SECRET]).stdout.strip()
         if digest == hashlib.sha256(SECRET.encode()).hexdigest():
             R.ok("idemctl hash-key: the keys file's digest")
@@ -488,6 +523,7 @@ def main():
             if port:
                 payments(root, port, env)
                 check_log(journal)
+                oneshots(root, udir, units)
             stop_workers(root)
         library(root)
     finally:
