@@ -321,7 +321,8 @@ def start_lighttpd(root, sock):
                              "/tmp/lighttpd/lighttpd.conf"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)
-    for _ in range(200):
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
         try:
             if http_request(port, "GET", "/healthz").status == 200:
                 R.ok("lighttpd + the packaged workers: GET /healthz 200")
@@ -334,9 +335,8 @@ def start_lighttpd(root, sock):
     if proc.poll() is None:
         proc.terminate()
     why = proc.communicate(timeout=10)[1]
-    log = root.at("/tmp/lighttpd/lighttpd-error.log")
-    if os.path.exists(log):
-        why += root.read(log[len(root.path):])
+    if os.path.exists(root.at("/tmp/lighttpd/lighttpd-error.log")):
+        why += root.read("/tmp/lighttpd/lighttpd-error.log")
     R.fail("lighttpd + the packaged workers: GET /healthz 200", why)
     return proc, None
 
