@@ -309,8 +309,9 @@ def case_host_killed(c):
     host a dies whole; the client retries on host b."""
     a, b = c.hosts[0], c.hosts[1]
     prov = c.provider
-    gate = Gate(os.path.join(a.root, "provider-gate"),
-                None if a.uid is None else (a.uid, a.gid))
+    home = c.provider_home
+    gate = Gate(os.path.join(home.root, "provider-gate"),
+                None if home.uid is None else (home.uid, home.gid))
     prov.restart_backend({"IDEM_FAULT": f"provider_committed:wait={gate.path}"})
     try:
         before = c.stats()
@@ -450,7 +451,7 @@ def case_pg_restart(c, threads, more):
 
 def sanitizer_reports(c):
     found = []
-    for h in c.hosts:
+    for h in c.hosts + [c.provider_home]:
         for log in h.logs:
             try:
                 with open(log, errors="replace") as f:

@@ -6,7 +6,8 @@ store and the provider.
 
     c = Cluster(build, args, hosts=2, env={"IDEM_LEASE": "3"})
     c.start()
-    ... c.hosts[0].port, c.hosts[1].port, c.stats(), c.kill_host(h) ...
+    ... c.hosts[0].port, c.hosts[1].port, c.provider.stats(), c.stats(),
+        c.kill_host(h), c.restart_postgres() ...
     c.cleanup()
 
 args is what lib.servers.Instance reads (workers, latency_ms,
@@ -23,43 +24,50 @@ from lib.common import DEADLINE, kill_pids, wait_gone
 
 
 class Cluster:
-    def __init__(self, build, args, hosts=2, env=None):
+    def __init__(self, build, args, hosts=2, env=None, base=None):
+        """hosts app hosts (0: only the store and the provider, for hosts
+        made elsewhere), each with env after etc/idem.env; base: where the
+        PostgreSQL server keeps its files (lib.pg.Postgres)."""
         self.build = build
         self.pg = None
+        self.provider_home = None
         self.hosts = []
         try:
-            self._setup(args, hosts, env)
+            self._setup(args, hosts, env or {}, base)
         except BaseException:
             self.cleanup()
             raise
 
-    def _setup(self, args, hosts, env):
-        self.pg = pg.Postgres()
+    def _setup(self, args, hosts, env, base):
+        self.pg = pg.Postgres(base)
         self.pg.start()
         self.uri = self.pg.createdb("idem")
         self.migrate()
-        first = argparse.Namespace(**dict(vars(args), provider_service=True))
-        rest = argparse.Namespace(**dict(vars(args), provider_service=False))
+        self.provider_home = servers.ProviderOnly(
+            "cluster-provider", self.build,
+            argparse.Namespace(**dict(vars(args), provider_service=True)))
+        self.provider = self.provider_home.provider
+        self.env = {"IDEM_STORE": self.uri,
+                    "IDEM_PROVIDER_URL": self.provider.url,
+                    "IDEM_PROVIDER_TIMEOUT_MS": str(getattr(
+                        args, "provider_timeout_ms", 10000))}
+        self.env.update(env)
+        plain = argparse.Namespace(**dict(vars(args), provider_service=False))
         for i in range(hosts):
-            h = servers.Lighttpd(f"cluster-{chr(ord('a') + i)}", self.build,
-                                 first if i == 0 else rest)
-            self.hosts.append(h)
-        self.provider = self.hosts[0].provider
-        secrets = self.hosts[0].secrets
-        with open(os.path.join(self.hosts[0].state, "keys")) as f:
-            keys = f.read()
+            self.hosts.append(servers.Lighttpd(
+                f"cluster-{chr(ord('a') + i)}", self.build, plain))
+        keys = None
         for h in self.hosts:
             # The same accounts and API keys on every host.
-            h.secrets = secrets
-            with open(os.path.join(h.state, "keys"), "w") as f:
-                f.write(keys)
-            h.idem_env.update({
-                "IDEM_STORE": self.uri,
-                "IDEM_PROVIDER_URL": self.provider.url,
-                "IDEM_PROVIDER_TIMEOUT_MS": str(getattr(
-                    args, "provider_timeout_ms", 10000)),
-            })
-            h.idem_env.update(env or {})
+            if keys is None:
+                with open(os.path.join(h.state, "keys")) as f:
+                    keys = f.read()
+                secrets = h.secrets
+            else:
+                with open(os.path.join(h.state, "keys"), "w") as f:
+                    f.write(keys)
+                h.secrets = secrets
+            h.idem_env.update(self.env)
 
     def migrate(self):
         p = subprocess.run([os.path.join(self.build, "idemctl"), "-s",
@@ -71,6 +79,7 @@ class Cluster:
                                + p.stderr.decode(errors="replace")[-300:])
 
     def start(self):
+        self.provider_home.start()
         for h in self.hosts:
             h.start()
 
@@ -102,11 +111,13 @@ class Cluster:
                        timeout=DEADLINE.timeout(90))
 
     def log_tail(self):
-        return "\n".join(h.log_tail() for h in self.hosts) + "\n" + \
-            servers.tail(self.pg.logfile)
+        return "\n".join(h.log_tail() for h in self.hosts + [self.provider_home]) \
+            + "\n" + servers.tail(self.pg.logfile)
 
     def cleanup(self):
-        for h in reversed(self.hosts):
+        homes = self.hosts + ([self.provider_home] if self.provider_home else [])
+        self.provider_home = None
+        for h in homes:
             try:
                 h.cleanup()
             except Exception:           # noqa: BLE001
