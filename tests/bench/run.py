@@ -1004,11 +1004,7 @@ def write_report(path, ctx):
             for f in c.failures:
                 w(f"\n- {c.name}: {f}")
     w("")
-    w("## A cluster: two hosts on PostgreSQL beside one host on LMDB")
-    w("")
-    for line in cluster_lines(cases, bare):
-        w(line)
-    w("")
+    cluster_section(cases, bare, w)
     w("## Flushes per fresh payment")
     w("")
     for line in ctx["flushes"]:
@@ -1100,18 +1096,22 @@ def write_report(path, ctx):
         f.write("\n".join(L))
 
 
+def cluster_section(cases, bare, w, first=None):
+    w("## A cluster: two hosts on PostgreSQL beside one host on LMDB")
+    w("")
+    for line in ([first, ""] if first else []) + cluster_lines(cases, bare):
+        w(line)
+    w("")
+
+
 def write_cluster_report(path, ctx):
     """The report of --only cluster: the head and the cluster's section."""
     L = []
     w = L.append
     report_head(ctx, w)
-    w("## A cluster: two hosts on PostgreSQL beside one host on LMDB")
-    w("")
-    w("Only this part was run (--only cluster), beside the bare responder.")
-    w("")
-    for line in cluster_lines(ctx["cases"], bare_rps(ctx["cases"])):
-        w(line)
-    w("")
+    cluster_section(ctx["cases"], bare_rps(ctx["cases"]), w,
+                    "Only this part was run (--only cluster), beside the bare "
+                    "responder.")
     with open(path, "w") as f:
         f.write("\n".join(L))
 
