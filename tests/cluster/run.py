@@ -484,7 +484,7 @@ def main():
     ap.add_argument("--build", required=True, help="build directory")
     ap.add_argument("--suite", default="cluster", help="name on the closing line")
     ap.add_argument("--workers", type=int, default=2, help="worker processes a host")
-    ap.add_argument("--lease", type=int, default=3, help="IDEM_LEASE, seconds")
+    ap.add_argument("--lease", type=int, default=5, help="IDEM_LEASE, seconds")
     ap.add_argument("--rounds", type=int, default=20, help="keys of the duplicates case")
     ap.add_argument("--duplicates", type=int, default=50, help="duplicates of each key")
     ap.add_argument("--clients", type=int, default=12,
