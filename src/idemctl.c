@@ -25,6 +25,7 @@
 #include "err.h"
 #include "fault.h"
 #include "handlers.h"
+#include "idemctl_seal.h"
 #include "keyhash.h"
 #include "metrics.h"
 #include "payment.h"
@@ -397,6 +398,10 @@ main(int argc, char *argv[])
 		return ctl_new_key(argv[1]);
 	if (strcmp(argv[0], "migrate") == 0 && argc == 1)
 		return ctl_migrate();
+	if (strcmp(argv[0], "new-secret") == 0)
+		return ctl_new_secret(argc, argv);
+	if (strcmp(argv[0], "rekey") == 0)
+		return ctl_rekey(&ctl_cfg, argc, argv);
 	ctl_usage();
 	return 2;
 }
