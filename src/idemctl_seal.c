@@ -62,11 +62,11 @@ ctl_rekey_table(struct ctl_rekey *k, const char *table)
 	size_t n, done = 0, off = 0, step, moved, failed;
 	int rc;
 
-	if ((rc = idem_reseal_scan(k->idem, table, &keys, &n)) != IDEM_OK)
+	if ((rc = store_reseal_scan(k->idem, table, &keys, &n)) != IDEM_OK)
 		goto out;
 	while (done < n) {
 		step = n - done < k->batch ? n - done : k->batch;
-		if ((rc = idem_reseal_rows(k->idem, table, &keys, &off, step,
+		if ((rc = store_reseal_rows(k->idem, table, &keys, &off, step,
 		    k->plaintext, &moved, &failed)) != IDEM_OK)
 			goto out;
 		done += step;
@@ -94,11 +94,11 @@ ctl_rekey_records(struct ctl_rekey *k)
 	size_t n, done = 0, off = 0, step;
 	int rc;
 
-	if ((rc = idem_reseal_record_scan(k->idem, &list, &n)) != IDEM_OK)
+	if ((rc = store_reseal_record_scan(k->idem, &list, &n)) != IDEM_OK)
 		goto out;
 	while (done < n) {
 		step = n - done < k->batch ? n - done : k->batch;
-		rc = idem_reseal_record_batch(k->idem, &list, &off, step);
+		rc = store_reseal_record_batch(k->idem, &list, &off, step);
 		if (rc == IDEM_EINVAL) {
 			k->records_fixed = 1;
 			rc = IDEM_OK;
@@ -169,7 +169,7 @@ ctl_rekey(const struct config *cfg, int argc, char **argv)
 	if (rc == IDEM_OK)
 		rc = ctl_rekey_records(&k);
 	if (rc == IDEM_OK)
-		rc = idem_reseal_records(k.idem, &stale);
+		rc = store_reseal_records(k.idem, &stale);
 	idem_close(k.idem);
 	if (rc != IDEM_OK)
 		return 1;

@@ -257,7 +257,7 @@ idem_sealed_free(struct idem_sealed *s)
 }
 
 int
-idem_unseal_row(const struct sealer *seal, const char *table,
+store_unseal_row(const struct sealer *seal, const char *table,
     const void *key, size_t keylen, const void *val, size_t vallen,
     struct buf *out)
 {
@@ -276,7 +276,7 @@ static int
 idem_open_row(struct idem *idem, const char *table, const void *key,
     size_t keylen, const void *val, size_t vallen, struct buf *out)
 {
-	return idem_unseal_row(idem->seal, table, key, keylen, val, vallen,
+	return store_unseal_row(idem->seal, table, key, keylen, val, vallen,
 	    out);
 }
 
@@ -376,7 +376,7 @@ idem_hook_fn(const struct idem_hook *h)
  * either mismatch is IDEM_ESEAL, never the stored bytes as they are.
  */
 int
-idem_unseal_response(const struct sealer *seal, const char *scope,
+store_unseal_response(const struct sealer *seal, const char *scope,
     const char *key, struct rec *r, void **mem)
 {
 	struct buf plain = BUF_INIT;
@@ -403,7 +403,7 @@ idem_unseal_response(const struct sealer *seal, const char *scope,
 }
 
 int
-idem_unseal_point(const struct sealer *seal, const char *scope,
+store_unseal_point(const struct sealer *seal, const char *scope,
     const char *key, struct rec *r)
 {
 	struct buf plain = BUF_INIT;
@@ -599,7 +599,7 @@ idem_claim(struct idem_call *c, const uint8_t fp[IDEM_FP_SIZE],
 		memcpy(copy, st.point, st.len);
 		rec_adopt_cp(&c->rec, copy, st.len);
 	} else if (c->verdict == IDEM_RESUME &&
-	    (rc = idem_unseal_point(idem->seal, c->scope, c->key, &c->rec)) !=
+	    (rc = store_unseal_point(idem->seal, c->scope, c->key, &c->rec)) !=
 	    IDEM_OK)
 		/* Let the next retry see the same answer at once. */
 		(void)store_abandon(idem->store, c->scope, c->key, c->token,
@@ -659,7 +659,7 @@ idem_begin(struct idem *idem, const char *scope, const char *key,
 	metrics_inc(idem_verdict_metric[c->verdict]);
 	switch (c->verdict) {
 	case IDEM_REPLAY:
-		if ((rc = idem_unseal_response(idem->seal, c->scope, c->key,
+		if ((rc = store_unseal_response(idem->seal, c->scope, c->key,
 		    &c->rec, &c->resp_mem)) != IDEM_OK)
 			goto fail;
 		idem_call_view(c);
@@ -1080,7 +1080,7 @@ idem_stale_one(void *ctx, const void *key, size_t keylen, const void *val,
 }
 
 int
-idem_reseal_scan(struct idem *idem, const char *table, struct buf *keys,
+store_reseal_scan(struct idem *idem, const char *table, struct buf *keys,
     size_t *n)
 {
 	struct idem_stale st = { idem->seal, keys, 0, IDEM_OK };
@@ -1111,7 +1111,7 @@ struct idem_reseal {
 
 /* One row, inside the batch's write transaction. */
 static int
-idem_reseal_one(struct idem_reseal *r, struct idem_tx *tx, const void *key,
+store_reseal_one(struct idem_reseal *r, struct idem_tx *tx, const void *key,
     size_t keylen)
 {
 	struct seal_ad ad;
@@ -1159,7 +1159,7 @@ idem_reseal_one(struct idem_reseal *r, struct idem_tx *tx, const void *key,
 
 /* The batch's hook: it may run more than once, so it starts afresh. */
 static int
-idem_reseal_hook(void *ctx, struct idem_tx *tx)
+store_reseal_hook(void *ctx, struct idem_tx *tx)
 {
 	struct idem_reseal *r = ctx;
 	const uint8_t *key;
@@ -1173,7 +1173,7 @@ idem_reseal_hook(void *ctx, struct idem_tx *tx)
 	for (i = 0; i < r->n && rd.left > 0; i++) {
 		if ((rc = rd_u16(&rd, &len)) != IDEM_OK ||
 		    (rc = rd_bytes(&rd, len, &key)) != IDEM_OK ||
-		    (rc = idem_reseal_one(r, tx, key, len)) != IDEM_OK)
+		    (rc = store_reseal_one(r, tx, key, len)) != IDEM_OK)
 			return rc;
 	}
 	r->end = r->keys->len - rd.left;
@@ -1188,12 +1188,12 @@ idem_reseal_hook(void *ctx, struct idem_tx *tx)
 #define IDEM_RESEAL_SCOPE "idem:reseal"
 
 int
-idem_reseal_rows(struct idem *idem, const char *table,
+store_reseal_rows(struct idem *idem, const char *table,
     const struct buf *keys, size_t *off, size_t n, int plaintext,
     size_t *moved, size_t *failed)
 {
 	struct idem_reseal r;
-	struct store_first first = { 0, NULL, 0, idem_reseal_hook, &r };
+	struct store_first first = { 0, NULL, 0, store_reseal_hook, &r };
 	struct store_claim sc;
 	uint8_t fp[FP_SIZE], token[REC_TOKEN_SIZE], raw[16];
 	char key[2 * sizeof(raw) + 1];
@@ -1260,7 +1260,7 @@ idem_stale_record(void *ctx, const char *scope, const char *key,
 }
 
 int
-idem_reseal_record_scan(struct idem *idem, struct buf *list, size_t *n)
+store_reseal_record_scan(struct idem *idem, struct buf *list, size_t *n)
 {
 	struct idem_stale st = { idem->seal, list, 0, IDEM_OK };
 	int rc;
@@ -1303,7 +1303,7 @@ idem_rekey_rec(void *ctx, const char *scope, const char *key, struct rec *r,
 	if (r->state == REC_COMPLETED) {
 		if (!rec_response_is_sealed(&r->resp))
 			return IDEM_OK;
-		if ((rc = idem_unseal_response(seal, scope, key, r, &mem)) !=
+		if ((rc = store_unseal_response(seal, scope, key, r, &mem)) !=
 		    IDEM_OK)
 			return rc == IDEM_ESEAL ? IDEM_OK : rc;
 		free(x->mem);
@@ -1334,7 +1334,7 @@ idem_rekey_rec(void *ctx, const char *scope, const char *key, struct rec *r,
 }
 
 int
-idem_reseal_record_batch(struct idem *idem, const struct buf *list,
+store_reseal_record_batch(struct idem *idem, const struct buf *list,
     size_t *off, size_t n)
 {
 	struct idem_rekey_rec x;
@@ -1370,7 +1370,7 @@ idem_reseal_record_batch(struct idem *idem, const struct buf *list,
 }
 
 int
-idem_reseal_records(struct idem *idem, size_t *stale)
+store_reseal_records(struct idem *idem, size_t *stale)
 {
 	struct idem_stale st = { idem->seal, NULL, 0, IDEM_OK };
 	int rc;

@@ -363,28 +363,28 @@ int idem_open_backend(const struct idem_options *opt,
 /*
  * What idem.c does to what it reads, for readers of the store below it
  * (a simulator's checks): with seal NULL, a sealed value is refused and
- * any other left as it is.  idem_unseal_response opens a completed
+ * any other left as it is.  store_unseal_response opens a completed
  * record's sealed response into r->resp, whose parts then live in *mem
  * (the caller frees it; r->mem still holds the rest).
- * idem_unseal_point opens an in-progress record's recovery point in
- * place.  idem_unseal_row appends a row's plaintext to out.  IDEM_ESEAL
+ * store_unseal_point opens an in-progress record's recovery point in
+ * place.  store_unseal_row appends a row's plaintext to out.  IDEM_ESEAL
  * (logged, with the key id), IDEM_ECORRUPT, IDEM_ENOMEM.
  */
 struct sealer;
-int idem_unseal_response(const struct sealer *seal, const char *scope,
+int store_unseal_response(const struct sealer *seal, const char *scope,
     const char *key, struct rec *r, void **mem);
-int idem_unseal_point(const struct sealer *seal, const char *scope,
+int store_unseal_point(const struct sealer *seal, const char *scope,
     const char *key, struct rec *r);
-int idem_unseal_row(const struct sealer *seal, const char *table,
+int store_unseal_row(const struct sealer *seal, const char *table,
     const void *key, size_t keylen, const void *val, size_t vallen,
     struct buf *out);
 
 /*
- * Key rolling (idemctl rekey).  idem_reseal_scan lists the keys of the
+ * Key rolling (idemctl rekey).  store_reseal_scan lists the keys of the
  * rows of table that are not sealed under the handle's current key, in
  * key order, into *keys (each a u16 length and the bytes; the caller
  * frees it with buf_free), and their number into *n, from one read
- * transaction.  idem_reseal_rows rewrites the rows of up to n of those
+ * transaction.  store_reseal_rows rewrites the rows of up to n of those
  * keys (read from keys at *off, which it advances) under the current key,
  * in one write transaction, re-reading each inside it: a row that was
  * deleted or rewritten meanwhile is left as it is.  With plaintext set,
@@ -394,26 +394,26 @@ int idem_unseal_row(const struct sealer *seal, const char *table,
  * left.  *moved counts the rows rewritten.  Both need a handle with a
  * key file: IDEM_EINVAL otherwise.
  */
-int idem_reseal_scan(struct idem *idem, const char *table, struct buf *keys,
+int store_reseal_scan(struct idem *idem, const char *table, struct buf *keys,
     size_t *n);
-int idem_reseal_rows(struct idem *idem, const char *table,
+int store_reseal_rows(struct idem *idem, const char *table,
     const struct buf *keys, size_t *off, size_t n, int plaintext,
     size_t *moved, size_t *failed);
 
 /*
- * idem_reseal_records counts the idempotency records with a recovery
+ * store_reseal_records counts the idempotency records with a recovery
  * point or a response that is not sealed under the current key.
- * idem_reseal_record_scan lists them ((scope NUL key NUL) each, *n of
- * them) from one read; idem_reseal_record_batch rewrites up to n of
+ * store_reseal_record_scan lists them ((scope NUL key NUL) each, *n of
+ * them) from one read; store_reseal_record_batch rewrites up to n of
  * them from *off (which it advances) under the current key in one write
  * transaction (store_reseal), each read again inside it: a record that
  * changed meanwhile is rewritten as it now is, one gone is skipped, one
  * that does not open is left (logged).  IDEM_EINVAL from a backend that
  * cannot rewrite records (PostgreSQL, for now): those go with their TTL.
  */
-int idem_reseal_records(struct idem *idem, size_t *stale);
-int idem_reseal_record_scan(struct idem *idem, struct buf *list, size_t *n);
-int idem_reseal_record_batch(struct idem *idem, const struct buf *list,
+int store_reseal_records(struct idem *idem, size_t *stale);
+int store_reseal_record_scan(struct idem *idem, struct buf *list, size_t *n);
+int store_reseal_record_batch(struct idem *idem, const struct buf *list,
     size_t *off, size_t n);
 
 /* The LMDB backend (store_lmdb*.c). */

@@ -198,8 +198,8 @@ truth_lookup(const char *scope, const char *key, struct rec *out)
 	if (rc != IDEM_OK)
 		return rc;
 	if (out->state == REC_IN_PROGRESS)
-		rc = idem_unseal_point(sealer, scope, key, out);
-	else if ((rc = idem_unseal_response(sealer, scope, key, out, &mem)) ==
+		rc = store_unseal_point(sealer, scope, key, out);
+	else if ((rc = store_unseal_response(sealer, scope, key, out, &mem)) ==
 	    IDEM_OK && mem != NULL) {
 		/* A completed record keeps no recovery point in its block. */
 		free(out->mem);
@@ -221,7 +221,7 @@ truth_row(const char *table, const void *key, size_t keylen,
 	    lmdbwrap_row(purger, table, key, keylen, &raw) :
 	    simstore_row(table, key, keylen, &raw);
 	if (rc == IDEM_OK)
-		rc = idem_unseal_row(sealer, table, key, keylen, raw.data,
+		rc = store_unseal_row(sealer, table, key, keylen, raw.data,
 		    raw.len, out);
 	buf_free(&raw);
 	return rc;

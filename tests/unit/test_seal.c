@@ -495,7 +495,7 @@ stale_rows(struct idem *h)
 	struct buf keys = BUF_INIT;
 	size_t n = 0;
 
-	CU_ASSERT_EQUAL(idem_reseal_scan(h, "t", &keys, &n), IDEM_OK);
+	CU_ASSERT_EQUAL(store_reseal_scan(h, "t", &keys, &n), IDEM_OK);
 	buf_free(&keys);
 	return n;
 }
@@ -527,12 +527,12 @@ test_rekey_in_batches(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
 	put_row(h, "t", "new", "val", 3);
 	HARNESS_EQ(stale_rows(h), 7);
-	CU_ASSERT_EQUAL(idem_reseal_records(h, &stale), IDEM_OK);
+	CU_ASSERT_EQUAL(store_reseal_records(h, &stale), IDEM_OK);
 	HARNESS_EQ(stale, 7);   /* the completions of the seven puts */
-	CU_ASSERT_EQUAL_FATAL(idem_reseal_scan(h, "t", &keys, &n), IDEM_OK);
+	CU_ASSERT_EQUAL_FATAL(store_reseal_scan(h, "t", &keys, &n), IDEM_OK);
 	HARNESS_EQ(n, 7);
 	for (i = 0; i < 3; i++) {
-		CU_ASSERT_EQUAL(idem_reseal_rows(h, "t", &keys, &off, 3, 0,
+		CU_ASSERT_EQUAL(store_reseal_rows(h, "t", &keys, &off, 3, 0,
 		    &moved, &failed), IDEM_OK);
 		HARNESS_EQ(moved, want[i]);
 		HARNESS_EQ(failed, 0);
@@ -588,9 +588,9 @@ test_rekey_records(void)
 	write_both();
 	h = open_idem(both);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
-	CU_ASSERT_EQUAL_FATAL(idem_reseal_record_scan(h, &list, &n), IDEM_OK);
+	CU_ASSERT_EQUAL_FATAL(store_reseal_record_scan(h, &list, &n), IDEM_OK);
 	HARNESS_EQ(n, 6);
-	rc = idem_reseal_record_batch(h, &list, &off, 4);
+	rc = store_reseal_record_batch(h, &list, &off, 4);
 	if (harness_pg()) {
 		HARNESS_EQ(rc, IDEM_EINVAL);
 		buf_free(&list);
@@ -598,11 +598,11 @@ test_rekey_records(void)
 		return;
 	}
 	HARNESS_EQ(rc, IDEM_OK);
-	CU_ASSERT_EQUAL(idem_reseal_records(h, &stale), IDEM_OK);
+	CU_ASSERT_EQUAL(store_reseal_records(h, &stale), IDEM_OK);
 	HARNESS_EQ(stale, 2);
-	HARNESS_EQ(idem_reseal_record_batch(h, &list, &off, 4), IDEM_OK);
+	HARNESS_EQ(store_reseal_record_batch(h, &list, &off, 4), IDEM_OK);
 	HARNESS_EQ(off, list.len);
-	CU_ASSERT_EQUAL(idem_reseal_records(h, &stale), IDEM_OK);
+	CU_ASSERT_EQUAL(store_reseal_records(h, &stale), IDEM_OK);
 	HARNESS_EQ(stale, 0);
 	buf_free(&list);
 	idem_close(h);
@@ -615,7 +615,7 @@ test_rekey_records(void)
 	idem_close(only);
 	s2 = load(key2);
 	CU_ASSERT_EQUAL_FATAL(raw_lookup("s", "claim", &rec), IDEM_OK);
-	CU_ASSERT_EQUAL(idem_unseal_point(s2, "s", "claim", &rec), IDEM_OK);
+	CU_ASSERT_EQUAL(store_unseal_point(s2, "s", "claim", &rec), IDEM_OK);
 	HARNESS_EQ(rec.cplen, 9);
 	CU_ASSERT(rec.cp != NULL && memcmp(rec.cp, "pay_point", 9) == 0);
 	rec_free(&rec);
