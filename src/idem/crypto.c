@@ -123,6 +123,12 @@ crypto_equal(const void *a, const void *b, size_t len)
 }
 
 void
+crypto_wipe(void *buf, size_t len)
+{
+	sodium_memzero(buf, len);
+}
+
+void
 crypto_hex(const uint8_t *in, size_t len, char *out)
 {
 	sodium_bin2hex(out, 2 * len + 1, in, len);

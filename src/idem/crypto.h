@@ -55,6 +55,9 @@ void crypto_hmac_sha256(const struct crypto_hmac *h,
 /* Compares len bytes in time that does not depend on their contents; 1 if equal. */
 int crypto_equal(const void *a, const void *b, size_t len);
 
+/* Zeroes len bytes in a way the compiler does not optimise away. */
+void crypto_wipe(void *buf, size_t len);
+
 /* Writes 2*len lowercase hex digits and a NUL to out. */
 void crypto_hex(const uint8_t *in, size_t len, char *out);
 
