@@ -22,7 +22,6 @@
 #include <sys/types.h>
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,23 +67,6 @@ struct auth_cache {
 
 static _Atomic uint64_t auth_generation;
 static _Thread_local struct auth_cache auth_cache;
-static pthread_key_t auth_cache_key;
-static pthread_once_t auth_cache_once = PTHREAD_ONCE_INIT;
-static int auth_cache_ready;
-
-/* Wipes the exiting thread's remembered secret. */
-static void
-auth_cache_wipe(void *arg)
-{
-	crypto_wipe(arg, sizeof(struct auth_cache));
-}
-
-static void
-auth_cache_setup(void)
-{
-	auth_cache_ready = pthread_key_create(&auth_cache_key,
-	    auth_cache_wipe) == 0;
-}
 
 /*
  * A principal is 1..AUTH_PRINCIPAL_MAX characters of [A-Za-z0-9._@-]:
@@ -416,10 +398,7 @@ auth_cache_put(const struct auth_keys *k, const uint8_t *win, size_t len,
 {
 	struct auth_cache *c = &auth_cache;
 
-	pthread_once(&auth_cache_once, auth_cache_setup);
-	if (!auth_cache_ready ||
-	    (pthread_getspecific(auth_cache_key) == NULL &&
-	    pthread_setspecific(auth_cache_key, c) != 0))
+	if (crypto_wipe_at_exit(c, sizeof(*c)) != 0)
 		return;         /* could not be wiped at exit: not kept */
 	crypto_wipe(c, sizeof(*c));
 	memcpy(c->tok, win, sizeof(c->tok));
