@@ -257,6 +257,50 @@ test_write_cgi_response(void)
 	resp_free(&r);
 }
 
+/*
+ * Headers beyond what the response holds in itself (long values, many
+ * replacements) are kept all the same, in order, and a reset response
+ * starts again with none.
+ */
+static void
+test_headers_beyond_room(void)
+{
+	struct response r;
+	struct buf out = BUF_INIT, want = BUF_INIT;
+	char name[16], value[400];
+	int i, round;
+
+	resp_init(&r);
+	for (round = 0; round < 2; round++) {
+		buf_reset(&want);
+		buf_puts(&want, "Status: 200 OK\r\n");
+		for (i = 0; i < RESP_MAX_HEADERS; i++) {
+			snprintf(name, sizeof(name), "X-H%d", i);
+			memset(value, 'a' + i, sizeof(value) - 1);
+			value[sizeof(value) - 1] = '\0';
+			value[i * 20] = '\0';
+			HARNESS_EQ(resp_header(&r, name, "old"), IDEM_OK);
+			HARNESS_EQ(resp_header(&r, name, "%s", value), IDEM_OK);
+			buf_printf(&want, "%s: %s\r\n", name, value);
+		}
+		HARNESS_EQ(resp_header(&r, "X-One-Too-Many", "x"),
+		    IDEM_ETOOBIG);
+		memset(value, 'a' + 3, 60);
+		value[60] = '\0';
+		CU_ASSERT_STRING_EQUAL(resp_get_header(&r, "x-h3"), value);
+		r.status = 200;
+		buf_puts(&want, "Content-Length: 0\r\n\r\n");
+		buf_reset(&out);
+		HARNESS_EQ(resp_write(&r, collect, &out), IDEM_OK);
+		CU_ASSERT_STRING_EQUAL(out.data, want.data);
+		resp_reset(&r);
+		CU_ASSERT_PTR_NULL(resp_get_header(&r, "X-H0"));
+	}
+	buf_free(&out);
+	buf_free(&want);
+	resp_free(&r);
+}
+
 static void
 test_header_refuses_line_breaks(void)
 {
@@ -379,6 +423,7 @@ harness_suites(void)
 	CU_add_test(s, "CGI response format", test_write_cgi_response);
 	CU_add_test(s, "header refuses line breaks",
 	    test_header_refuses_line_breaks);
+	CU_add_test(s, "headers beyond its room", test_headers_beyond_room);
 	CU_add_test(s, "problem+json body", test_problem_json);
 	CU_add_test(s, "problem table complete", test_problem_table_complete);
 	return 0;
