@@ -234,8 +234,14 @@ req_copy(struct request *r, const char *v[REQ_VAR__MAX], const char *mount)
 			need += strlen(v[i]) + 1;
 	plen = req_path_len(script, info, mount, &skip);
 	need += plen + 2;
-	if ((r->strings = p = malloc(need)) == NULL)
-		return -1;
+	if (need > r->strings_cap) {
+		free(r->strings);
+		r->strings_cap = 0;
+		if ((r->strings = malloc(need)) == NULL)
+			return -1;
+		r->strings_cap = need;
+	}
+	p = r->strings;
 	r->method = req_put(&p, v[REQ_VAR_METHOD], strlen(v[REQ_VAR_METHOD]));
 	/* The path, joined from its two parts past the mount, or "/". */
 	r->path = p;
@@ -266,10 +272,15 @@ req_fill(struct request *r, const char *v[REQ_VAR__MAX], req_read_fn rd,
     void *rctx, size_t limit, const char *mount)
 {
 	const char *cl = v[REQ_VAR_LENGTH];
-	size_t len = 0;
+	char *strings = r->strings;
+	size_t len = 0, cap = r->strings_cap;
+	struct buf body = r->body;
 
+	/* What req_recycle kept is used again; everything else starts anew. */
 	memset(r, 0, sizeof(*r));
-	buf_init(&r->body);
+	r->strings = strings;
+	r->strings_cap = cap;
+	r->body = body;
 	if (!req_method_ok(v[REQ_VAR_METHOD]))
 		return REQ_BAD_METHOD;
 	if (req_copy(r, v, mount) != 0)
@@ -296,6 +307,7 @@ req_read(struct request *r, req_param_fn param, void *pctx, req_read_fn rd,
 
 	for (i = 0; i < REQ_VAR__MAX; i++)
 		v[i] = param(pctx, req_vars[i].name);
+	req_init(r);
 	return req_fill(r, v, rd, rctx, limit, mount);
 }
 
@@ -305,11 +317,11 @@ req_read(struct request *r, req_param_fn param, void *pctx, req_read_fn rd,
  * An entry is matched on its name's length first: only the names of that
  * length (a few, from byname) are compared.
  */
-enum req_status
-req_read_env(struct request *r, char *const *envp, req_read_fn rd,
-    void *rctx, size_t limit, const char *mount)
+/* The environment's meta-variables into v, in one pass. */
+static void
+req_scan_env(char *const *envp, const char *v[REQ_VAR__MAX])
 {
-	const char *v[REQ_VAR__MAX] = { NULL }, *eq;
+	const char *eq;
 	unsigned byname[REQ_NAME_LIMIT] = { 0 }, m;
 	uint64_t head[REQ_VAR__MAX], h;
 	enum req_var i;
@@ -337,12 +349,63 @@ req_read_env(struct request *r, char *const *envp, req_read_fn rd,
 			}
 		}
 	}
+}
+
+enum req_status
+req_read_env(struct request *r, char *const *envp, req_read_fn rd,
+    void *rctx, size_t limit, const char *mount)
+{
+	const char *v[REQ_VAR__MAX] = { NULL };
+
+	req_scan_env(envp, v);
+	req_init(r);
 	return req_fill(r, v, rd, rctx, limit, mount);
+}
+
+enum req_status
+req_reread_env(struct request *r, char *const *envp, req_read_fn rd,
+    void *rctx, size_t limit, const char *mount)
+{
+	const char *v[REQ_VAR__MAX] = { NULL };
+
+	req_scan_env(envp, v);
+	return req_fill(r, v, rd, rctx, limit, mount);
+}
+
+void
+req_init(struct request *r)
+{
+	memset(r, 0, sizeof(*r));
+	buf_init(&r->body);
+}
+
+/* The credentials the request carried are not left in memory. */
+static void
+req_wipe_credentials(struct request *r)
+{
+	if (r->authorization != NULL)
+		explicit_bzero(r->authorization, strlen(r->authorization));
+	r->authorization = NULL;
+}
+
+void
+req_recycle(struct request *r)
+{
+	req_wipe_credentials(r);
+	if (r->strings_cap > REQ_KEEP) {
+		free(r->strings);
+		r->strings = NULL;
+		r->strings_cap = 0;
+	}
+	if (r->body.cap > REQ_KEEP)
+		buf_free(&r->body);
+	buf_reset(&r->body);
 }
 
 void
 req_free(struct request *r)
 {
+	req_wipe_credentials(r);
 	free(r->strings);
 	buf_free(&r->body);
 	memset(r, 0, sizeof(*r));

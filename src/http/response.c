@@ -52,6 +52,20 @@ resp_free(struct response *r)
 }
 
 void
+resp_recycle(struct response *r)
+{
+	struct buf body;
+
+	resp_free_headers(r);
+	if (r->body.cap > RESP_KEEP)
+		buf_free(&r->body);
+	body = r->body;
+	resp_init(r);
+	r->body = body;
+	buf_reset(&r->body);
+}
+
+void
 resp_reset(struct response *r)
 {
 	resp_free_headers(r);

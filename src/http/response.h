@@ -39,6 +39,13 @@ typedef int (*resp_write_fn)(void *ctx, const void *data, size_t len);
 
 void resp_init(struct response *r);
 void resp_free(struct response *r);
+/* Body memory a recycled response keeps for the next one. */
+#define RESP_KEEP 16384
+/*
+ * Makes r a new response (as resp_init) but keeps its body's memory, up
+ * to RESP_KEEP bytes, for the next request on the same thread.
+ */
+void resp_recycle(struct response *r);
 /* Forgets headers and body, keeps the memory of neither. */
 void resp_reset(struct response *r);
 
