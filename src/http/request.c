@@ -1,4 +1,5 @@
 #include <ctype.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -96,14 +97,17 @@ static const struct {
 };
 
 /*
- * Bit n is set when some name above is n bytes long: most of the
- * environment (SERVER_*, HTTP_ACCEPT, ...) is passed over on its length.
+ * Longer than every name above; names are matched on their length, then
+ * on their first 8 bytes as one word, then whole.
  */
-static const unsigned long req_var_lengths = 0
-#define REQ_VAR_BIT(v, s) | 1UL << (sizeof(s) - 1)
-	REQ_VARS(REQ_VAR_BIT)
-#undef REQ_VAR_BIT
-	;
+#define REQ_NAME_LIMIT 32
+#define REQ_NAME_HEAD 8
+#define REQ_VAR_SHORT(v, s) \
+	_Static_assert(sizeof(s) - 1 < REQ_NAME_LIMIT && \
+	    sizeof(s) - 1 >= REQ_NAME_HEAD, s " is too long or too short");
+REQ_VARS(REQ_VAR_SHORT)
+#undef REQ_VAR_SHORT
+_Static_assert(REQ_VAR__MAX <= 32, "one bit per name in an unsigned");
 
 static int
 req_method_ok(const char *m)
@@ -230,8 +234,14 @@ req_copy(struct request *r, const char *v[REQ_VAR__MAX], const char *mount)
 			need += strlen(v[i]) + 1;
 	plen = req_path_len(script, info, mount, &skip);
 	need += plen + 2;
-	if ((r->strings = p = malloc(need)) == NULL)
-		return -1;
+	if (need > r->strings_cap) {
+		free(r->strings);
+		r->strings_cap = 0;
+		if ((r->strings = malloc(need)) == NULL)
+			return -1;
+		r->strings_cap = need;
+	}
+	p = r->strings;
 	r->method = req_put(&p, v[REQ_VAR_METHOD], strlen(v[REQ_VAR_METHOD]));
 	/* The path, joined from its two parts past the mount, or "/". */
 	r->path = p;
@@ -262,10 +272,15 @@ req_fill(struct request *r, const char *v[REQ_VAR__MAX], req_read_fn rd,
     void *rctx, size_t limit, const char *mount)
 {
 	const char *cl = v[REQ_VAR_LENGTH];
-	size_t len = 0;
+	char *strings = r->strings;
+	size_t len = 0, cap = r->strings_cap;
+	struct buf body = r->body;
 
+	/* What req_recycle kept is used again; everything else starts anew. */
 	memset(r, 0, sizeof(*r));
-	buf_init(&r->body);
+	r->strings = strings;
+	r->strings_cap = cap;
+	r->body = body;
 	if (!req_method_ok(v[REQ_VAR_METHOD]))
 		return REQ_BAD_METHOD;
 	if (req_copy(r, v, mount) != 0)
@@ -292,39 +307,105 @@ req_read(struct request *r, req_param_fn param, void *pctx, req_read_fn rd,
 
 	for (i = 0; i < REQ_VAR__MAX; i++)
 		v[i] = param(pctx, req_vars[i].name);
+	req_init(r);
 	return req_fill(r, v, rd, rctx, limit, mount);
 }
 
 /*
  * One pass over the environment instead of a search of it per variable;
  * the first entry of a name counts, as with getenv and FCGX_GetParam.
+ * An entry is matched on its name's length first: only the names of that
+ * length (a few, from byname) are compared.
  */
+/* The environment's meta-variables into v, in one pass. */
+static void
+req_scan_env(char *const *envp, const char *v[REQ_VAR__MAX])
+{
+	const char *eq;
+	unsigned byname[REQ_NAME_LIMIT] = { 0 }, m;
+	uint64_t head[REQ_VAR__MAX], h;
+	enum req_var i;
+	size_t len;
+
+	for (i = 0; i < REQ_VAR__MAX; i++) {
+		byname[req_vars[i].len] |= 1U << i;
+		memcpy(&head[i], req_vars[i].name, sizeof(head[i]));
+	}
+	for (; envp != NULL && *envp != NULL; envp++) {
+		if ((eq = strchr(*envp, '=')) == NULL ||
+		    (len = (size_t)(eq - *envp)) >= REQ_NAME_LIMIT ||
+		    byname[len] == 0)
+			continue;
+		/* len is at least REQ_NAME_HEAD: the head is all name. */
+		memcpy(&h, *envp, sizeof(h));
+		for (m = byname[len]; m != 0; m &= m - 1) {
+			i = (enum req_var)__builtin_ctz(m);
+			if (h == head[i] && memcmp(*envp + REQ_NAME_HEAD,
+			    req_vars[i].name + REQ_NAME_HEAD,
+			    len - REQ_NAME_HEAD) == 0) {
+				if (v[i] == NULL)
+					v[i] = eq + 1;
+				break;
+			}
+		}
+	}
+}
+
 enum req_status
 req_read_env(struct request *r, char *const *envp, req_read_fn rd,
     void *rctx, size_t limit, const char *mount)
 {
-	const char *v[REQ_VAR__MAX] = { NULL }, *eq;
-	enum req_var i;
+	const char *v[REQ_VAR__MAX] = { NULL };
 
-	for (; envp != NULL && *envp != NULL; envp++) {
-		if ((eq = strchr(*envp, '=')) == NULL ||
-		    (size_t)(eq - *envp) >= sizeof(req_var_lengths) * 8 ||
-		    (req_var_lengths >> (eq - *envp) & 1) == 0)
-			continue;
-		for (i = 0; i < REQ_VAR__MAX; i++)
-			if (req_vars[i].len == (size_t)(eq - *envp) &&
-			    v[i] == NULL &&
-			    memcmp(*envp, req_vars[i].name, req_vars[i].len) == 0) {
-				v[i] = eq + 1;
-				break;
-			}
-	}
+	req_scan_env(envp, v);
+	req_init(r);
 	return req_fill(r, v, rd, rctx, limit, mount);
+}
+
+enum req_status
+req_reread_env(struct request *r, char *const *envp, req_read_fn rd,
+    void *rctx, size_t limit, const char *mount)
+{
+	const char *v[REQ_VAR__MAX] = { NULL };
+
+	req_scan_env(envp, v);
+	return req_fill(r, v, rd, rctx, limit, mount);
+}
+
+void
+req_init(struct request *r)
+{
+	memset(r, 0, sizeof(*r));
+	buf_init(&r->body);
+}
+
+/* The credentials the request carried are not left in memory. */
+static void
+req_wipe_credentials(struct request *r)
+{
+	if (r->authorization != NULL)
+		explicit_bzero(r->authorization, strlen(r->authorization));
+	r->authorization = NULL;
+}
+
+void
+req_recycle(struct request *r)
+{
+	req_wipe_credentials(r);
+	if (r->strings_cap > REQ_KEEP) {
+		free(r->strings);
+		r->strings = NULL;
+		r->strings_cap = 0;
+	}
+	if (r->body.cap > REQ_KEEP)
+		buf_free(&r->body);
+	buf_reset(&r->body);
 }
 
 void
 req_free(struct request *r)
 {
+	req_wipe_credentials(r);
 	free(r->strings);
 	buf_free(&r->body);
 	memset(r, 0, sizeof(*r));

@@ -38,7 +38,11 @@ struct request {
 	char *request_id;
 	struct buf body;
 	char *strings;         /* owns every string above */
+	size_t strings_cap;    /* bytes allocated at strings */
 };
+
+/* Memory a recycled request keeps for the next one (req_recycle). */
+#define REQ_KEEP 16384
 
 enum req_status {
 	REQ_OK = 0,
@@ -66,6 +70,24 @@ enum req_status req_read(struct request *r, req_param_fn param, void *pctx,
  */
 enum req_status req_read_env(struct request *r, char *const *envp,
     req_read_fn rd, void *rctx, size_t limit, const char *mount);
+
+/*
+ * The same again into a request that req_init set up or that was read
+ * before and then given to req_recycle: the strings and body buffer it
+ * kept are used again instead of allocated anew.
+ */
+enum req_status req_reread_env(struct request *r, char *const *envp,
+    req_read_fn rd, void *rctx, size_t limit, const char *mount);
+
+/* An empty request, for req_reread_env. */
+void req_init(struct request *r);
+
+/*
+ * Ends a request read into r but keeps its memory (up to REQ_KEEP
+ * bytes of strings and of body) for req_reread_env; req_free releases
+ * it.
+ */
+void req_recycle(struct request *r);
 
 void req_free(struct request *r);
 

@@ -21,15 +21,27 @@ resp_init(struct response *r)
 	buf_init(&r->body);
 }
 
-/* A header's name and value share one allocation, owned by name. */
+/* 1 when a header's block was allocated, not taken from the room. */
+static int
+resp_allocated(const struct response *r, const char *block)
+{
+	return block < r->room || block >= r->room + sizeof(r->room);
+}
+
+/*
+ * A header's name and value share one block: in the room (given back
+ * all at once) or allocated, owned by name.
+ */
 static void
 resp_free_headers(struct response *r)
 {
 	size_t i;
 
 	for (i = 0; i < r->nheaders; i++)
-		free(r->headers[i].name);
+		if (resp_allocated(r, r->headers[i].name))
+			free(r->headers[i].name);
 	r->nheaders = 0;
+	r->used = 0;
 }
 
 void
@@ -37,6 +49,20 @@ resp_free(struct response *r)
 {
 	resp_free_headers(r);
 	buf_free(&r->body);
+}
+
+void
+resp_recycle(struct response *r)
+{
+	struct buf body;
+
+	resp_free_headers(r);
+	if (r->body.cap > RESP_KEEP)
+		buf_free(&r->body);
+	body = r->body;
+	resp_init(r);
+	r->body = body;
+	buf_reset(&r->body);
 }
 
 void
@@ -53,7 +79,7 @@ resp_header_set(struct response *r, const char *name, const char *value,
     size_t len)
 {
 	struct resp_header *h = NULL;
-	size_t i, nlen;
+	size_t i, nlen, need;
 	char *block;
 
 	/* Header values never carry line breaks (RFC 9110 section 5.5). */
@@ -68,14 +94,20 @@ resp_header_set(struct response *r, const char *name, const char *value,
 	if (h != NULL)
 		name = h->name;
 	nlen = strlen(name);
-	if ((block = malloc(nlen + len + 2)) == NULL)
+	need = nlen + len + 2;
+	/* A replaced header's room is not reused: replacing is rare. */
+	if (need <= sizeof(r->room) - r->used) {
+		block = r->room + r->used;
+		r->used += need;
+	} else if ((block = malloc(need)) == NULL)
 		return IDEM_ENOMEM;
 	memcpy(block, name, nlen + 1);
 	memcpy(block + nlen + 1, value, len);
 	block[nlen + 1 + len] = '\0';
-	if (h != NULL)
-		free(h->name);
-	else
+	if (h != NULL) {
+		if (resp_allocated(r, h->name))
+			free(h->name);
+	} else
 		h = &r->headers[r->nheaders++];
 	h->name = block;
 	h->value = block + nlen + 1;

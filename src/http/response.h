@@ -12,25 +12,40 @@
 #include "buf.h"
 
 #define RESP_MAX_HEADERS 16
+/* Bytes of header names and values kept in the response itself. */
+#define RESP_HEADER_ROOM 1024
 
-/* name and value share one allocation, which name owns. */
+/*
+ * name and value share one block: in the response's room when it fits,
+ * else an allocation, which name owns.
+ */
 struct resp_header {
 	char *name;
 	char *value;
 };
 
+/* Not to be copied: the headers may point into room. */
 struct response {
 	int status;
 	int head;   /* a HEAD request: headers only, the body is not sent */
 	size_t nheaders;
 	struct resp_header headers[RESP_MAX_HEADERS];
 	struct buf body;
+	size_t used;                    /* bytes of room taken */
+	char room[RESP_HEADER_ROOM];
 };
 
 typedef int (*resp_write_fn)(void *ctx, const void *data, size_t len);
 
 void resp_init(struct response *r);
 void resp_free(struct response *r);
+/* Body memory a recycled response keeps for the next one. */
+#define RESP_KEEP 16384
+/*
+ * Makes r a new response (as resp_init) but keeps its body's memory, up
+ * to RESP_KEEP bytes, for the next request on the same thread.
+ */
+void resp_recycle(struct response *r);
 /* Forgets headers and body, keeps the memory of neither. */
 void resp_reset(struct response *r);
 

@@ -154,23 +154,26 @@ fcgi_write(void *ctx, const void *data, size_t len)
 	return 0;
 }
 
-/* Reads one request, lets the handler answer it, writes the answer. */
+/*
+ * Reads one request into req, lets the handler answer it in resp, writes
+ * the answer.  req and resp are the calling thread's, set up once
+ * (req_init, resp_init) and recycled here, so that their memory serves
+ * the next request too; the caller frees them.
+ */
 static void
 server_one(const struct server_config *cfg, server_handler_fn fn, void *app,
-    char *const *envp, req_read_fn rd, resp_write_fn wr, void *ctx)
+    char *const *envp, req_read_fn rd, resp_write_fn wr, void *ctx,
+    struct request *req, struct response *resp)
 {
-	struct request req;
-	struct response resp;
 	enum req_status st;
 
-	resp_init(&resp);
-	st = req_read_env(&req, envp, rd, ctx, cfg->body_limit, cfg->mount);
-	fn(app, st, &req, &resp);
-	if (resp_write(&resp, wr, ctx) != 0)
+	st = req_reread_env(req, envp, rd, ctx, cfg->body_limit, cfg->mount);
+	fn(app, st, req, resp);
+	if (resp_write(resp, wr, ctx) != 0)
 		fprintf(stderr, "idem: response not delivered: %s\n",
 		    strerror(errno));
-	resp_free(&resp);
-	req_free(&req);
+	resp_recycle(resp);
+	req_recycle(req);
 }
 
 void
@@ -263,9 +266,13 @@ static void *
 server_thread_main(void *arg)
 {
 	struct server_thread *t = arg;
+	struct request req;
+	struct response resp;
 	FCGX_Request rq;
 	int rc;
 
+	req_init(&req);
+	resp_init(&resp);
 	if (FCGX_InitRequest(&rq, 0, FCGI_FAIL_ACCEPT_ON_INTR) != 0) {
 		fprintf(stderr, "idem: FastCGI request set-up failed\n");
 		server_gone(t);
@@ -284,9 +291,11 @@ server_thread_main(void *arg)
 			continue;
 		}
 		server_one(t->cfg, t->fn, t->app, rq.envp, fcgi_read,
-		    fcgi_write, &rq);
+		    fcgi_write, &rq, &req, &resp);
 		FCGX_Finish_r(&rq);
 	}
+	req_free(&req);
+	resp_free(&resp);
 	FCGX_Free(&rq, 1);
 	server_gone(t);
 	return NULL;
@@ -382,7 +391,15 @@ server_run(const struct server_config *cfg, server_handler_fn fn, void *app)
 {
 	server_signals();
 	if (FCGX_IsCGI()) {
-		server_one(cfg, fn, app, environ, cgi_read, cgi_write, NULL);
+		struct request req;
+		struct response resp;
+
+		req_init(&req);
+		resp_init(&resp);
+		server_one(cfg, fn, app, environ, cgi_read, cgi_write, NULL,
+		    &req, &resp);
+		req_free(&req);
+		resp_free(&resp);
 		return 0;
 	}
 	if (FCGX_Init() != 0) {

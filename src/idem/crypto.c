@@ -4,7 +4,9 @@
  * This is the only file of the project that includes sodium.h, so that a
  * change of cryptographic library touches one file.
  */
+#include <pthread.h>
 #include <stdalign.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -37,6 +39,91 @@ _Static_assert(crypto_aead_xchacha20poly1305_ietf_KEYBYTES ==
     "the CRYPTO_AEAD_ sizes disagree with libsodium");
 _Static_assert(crypto_hash_sha256_BYTES == CRYPTO_SHA256_SIZE,
     "CRYPTO_SHA256_SIZE disagrees with libsodium");
+
+/*
+ * Thread-local secrets to wipe when their thread exits: one key, whose
+ * destructor wipes every region its thread registered.
+ */
+#define CRYPTO_EXIT_SLOTS 4
+
+struct crypto_exit {
+	size_t n;
+	struct {
+		void *p;
+		size_t len;
+	} slot[CRYPTO_EXIT_SLOTS];
+};
+
+static _Thread_local struct crypto_exit crypto_exit;
+static pthread_key_t crypto_exit_key;
+static pthread_once_t crypto_once = PTHREAD_ONCE_INIT;
+static int crypto_exit_ready;
+
+/*
+ * Random bytes are drawn from the system's CSPRNG a pool at a time
+ * (randombytes_buf, one getrandom(2) call) and handed out from a
+ * per-thread pool, each byte once and wiped as it goes: a request that
+ * wants 16 bytes no longer makes a system call of its own.  A fork
+ * child must not hand out bytes its parent also will: the pools belong
+ * to a generation, which a fork child's handler moves on.
+ */
+#define CRYPTO_POOL 512
+/* Larger requests go to the system directly. */
+#define CRYPTO_POOL_DIRECT 64
+
+struct crypto_pool {
+	uint64_t gen;      /* crypto_pool_gen when filled; 0: never */
+	size_t left;       /* unused bytes, at the start of bytes */
+	uint8_t bytes[CRYPTO_POOL];
+};
+
+static _Thread_local struct crypto_pool crypto_pool;
+static _Atomic uint64_t crypto_pool_gen = 1;
+
+static void
+crypto_exit_wipe(void *arg)
+{
+	struct crypto_exit *e = arg;
+	size_t i;
+
+	for (i = 0; i < e->n; i++)
+		sodium_memzero(e->slot[i].p, e->slot[i].len);
+	e->n = 0;
+}
+
+static void
+crypto_on_fork_child(void)
+{
+	atomic_fetch_add(&crypto_pool_gen, 1);
+}
+
+static void
+crypto_setup(void)
+{
+	crypto_exit_ready = pthread_key_create(&crypto_exit_key,
+	    crypto_exit_wipe) == 0;
+	if (pthread_atfork(NULL, NULL, crypto_on_fork_child) != 0)
+		atomic_store(&crypto_pool_gen, 0);
+}
+
+int
+crypto_wipe_at_exit(void *p, size_t len)
+{
+	struct crypto_exit *e = &crypto_exit;
+	size_t i;
+
+	pthread_once(&crypto_once, crypto_setup);
+	for (i = 0; i < e->n; i++)
+		if (e->slot[i].p == p)
+			return 0;
+	if (!crypto_exit_ready || e->n == CRYPTO_EXIT_SLOTS ||
+	    (e->n == 0 && pthread_setspecific(crypto_exit_key, e) != 0))
+		return -1;
+	e->slot[e->n].p = p;
+	e->slot[e->n].len = len;
+	e->n++;
+	return 0;
+}
 
 int
 crypto_init(void)
@@ -116,7 +203,28 @@ crypto_sha256(const void *data, size_t len, uint8_t out[CRYPTO_SHA256_SIZE])
 void
 crypto_random(void *buf, size_t len)
 {
-	randombytes_buf(buf, len);
+	struct crypto_pool *pl = &crypto_pool;
+	uint64_t gen;
+
+	pthread_once(&crypto_once, crypto_setup);
+	gen = atomic_load_explicit(&crypto_pool_gen, memory_order_relaxed);
+	/* gen 0: forks cannot be told apart, so nothing is pooled. */
+	if (len > CRYPTO_POOL_DIRECT || gen == 0) {
+		randombytes_buf(buf, len);
+		return;
+	}
+	if (pl->gen != gen || pl->left < len) {
+		if (crypto_wipe_at_exit(pl, sizeof(*pl)) != 0) {
+			randombytes_buf(buf, len);
+			return;
+		}
+		randombytes_buf(pl->bytes, sizeof(pl->bytes));
+		pl->left = sizeof(pl->bytes);
+		pl->gen = gen;
+	}
+	pl->left -= len;
+	memcpy(buf, pl->bytes + pl->left, len);
+	sodium_memzero(pl->bytes + pl->left, len);
 }
 
 int
@@ -125,6 +233,12 @@ crypto_equal(const void *a, const void *b, size_t len)
 	if (len == 0)
 		return 1;
 	return sodium_memcmp(a, b, len) == 0;
+}
+
+void
+crypto_wipe(void *buf, size_t len)
+{
+	sodium_memzero(buf, len);
 }
 
 void
@@ -170,10 +284,4 @@ crypto_aead_open(uint8_t *out, const void *in, size_t len, const void *ad,
 	    key) != 0)
 		return IDEM_ESEAL;
 	return IDEM_OK;
-}
-
-void
-crypto_wipe(void *p, size_t len)
-{
-	sodium_memzero(p, len);
 }

@@ -26,7 +26,12 @@ void crypto_sha256_update(struct crypto_sha256 *h, const void *data, size_t len)
 void crypto_sha256_final(struct crypto_sha256 *h, uint8_t out[CRYPTO_SHA256_SIZE]);
 void crypto_sha256(const void *data, size_t len, uint8_t out[CRYPTO_SHA256_SIZE]);
 
-/* Fills buf with len bytes from the system's CSPRNG. */
+/*
+ * Fills buf with len bytes from the system's CSPRNG.  Small requests are
+ * served from a per-thread pool filled a few hundred bytes at a time;
+ * every byte is handed out once, and a fork child never reuses its
+ * parent's pool.
+ */
 void crypto_random(void *buf, size_t len);
 
 /*
@@ -72,8 +77,16 @@ int crypto_aead_open(uint8_t *out, const void *in, size_t len,
     const void *ad, size_t adlen, const uint8_t nonce[CRYPTO_AEAD_NONCE_SIZE],
     const uint8_t key[CRYPTO_AEAD_KEY_SIZE]);
 
-/* Zeroes len bytes in a way the compiler keeps. */
-void crypto_wipe(void *p, size_t len);
+/* Zeroes len bytes in a way the compiler does not optimise away. */
+void crypto_wipe(void *buf, size_t len);
+
+/*
+ * Has the len bytes at p, thread-local storage of the calling thread,
+ * wiped when that thread exits (a few regions per thread).  Registering
+ * the same p again does nothing.  Returns 0, or -1 when it cannot be
+ * arranged: the caller must then not keep secrets there.
+ */
+int crypto_wipe_at_exit(void *p, size_t len);
 
 /* Writes 2*len lowercase hex digits and a NUL to out. */
 void crypto_hex(const uint8_t *in, size_t len, char *out);

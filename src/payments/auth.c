@@ -7,10 +7,22 @@
  * hashed and compared with every digest in constant time; the loop does
  * not stop at a match, so timing does not reveal which entry (or whether
  * an early one) matched.
+ *
+ * Each thread remembers the last secret it authenticated and the entry it
+ * named (auth_cache): a client sends the same key on every request, and
+ * a thread mostly serves the same few clients, so the hash and the scan
+ * are skipped when the secret is the one remembered.  The comparison is
+ * in constant time over a fixed window, so it says nothing about how
+ * much of a wrong secret matched, only whether the whole secret is the
+ * remembered one, which only its holder can send.  Only secrets that
+ * authenticated are remembered, and the memory names the key set (its
+ * generation) it was found in, so a set loaded anew starts cold.  The
+ * remembered secret is wiped when replaced and when the thread exits.
  */
 #include <sys/types.h>
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +47,26 @@ struct auth_keys {
 	struct auth_entry *v;
 	size_t n;
 	size_t cap;
+	uint64_t gen;      /* unique to this load, for auth_cache */
 };
+
+/*
+ * The longest secret a thread remembers; longer ones (real keys are far
+ * shorter) are hashed every time.  The window is compared whole, so its
+ * size, not the secret's, sets the time a comparison takes.
+ */
+#define AUTH_CACHE_TOKEN 64
+
+/* The last secret this thread authenticated, and what it named. */
+struct auth_cache {
+	uint64_t gen;      /* of the key set it was found in; 0: empty */
+	size_t index;      /* its entry in that set */
+	size_t len;        /* its length */
+	uint8_t tok[AUTH_CACHE_TOKEN];  /* the secret, zero-padded */
+};
+
+static _Atomic uint64_t auth_generation;
+static _Thread_local struct auth_cache auth_cache;
 
 /*
  * A principal is 1..AUTH_PRINCIPAL_MAX characters of [A-Za-z0-9._@-]:
@@ -197,6 +228,7 @@ auth_keys_load(const char *path, struct auth_keys **out, char *err,
 		snprintf(err, errlen, "%s: out of memory", path);
 		return IDEM_ENOMEM;
 	}
+	k->gen = atomic_fetch_add(&auth_generation, 1) + 1;
 	if ((f = fopen(path, "r")) == NULL) {
 		if (errno == ENOENT) {
 			rc = IDEM_OK;
@@ -340,13 +372,49 @@ auth_remote_user(const char *remote_user,
 	return AUTH_OK;
 }
 
+/*
+ * The entry of the remembered secret when tok is that secret and k the
+ * set it was found in, else k->n.  win is tok zero-padded to the window
+ * (len is at most AUTH_CACHE_TOKEN); the window and the length are
+ * compared whole, whatever the outcome.
+ */
+static size_t
+auth_cache_find(const struct auth_keys *k, const uint8_t *win, size_t len)
+{
+	const struct auth_cache *c = &auth_cache;
+	int same;
+
+	if (c->gen != k->gen)
+		return k->n;
+	same = crypto_equal(c->tok, win, sizeof(c->tok));
+	same &= c->len == len;
+	return same && c->index < k->n ? c->index : k->n;
+}
+
+/* Remembers a secret that named entry i of k, wiping the one before. */
+static void
+auth_cache_put(const struct auth_keys *k, const uint8_t *win, size_t len,
+    size_t i)
+{
+	struct auth_cache *c = &auth_cache;
+
+	if (crypto_wipe_at_exit(c, sizeof(*c)) != 0)
+		return;         /* could not be wiped at exit: not kept */
+	crypto_wipe(c, sizeof(*c));
+	memcpy(c->tok, win, sizeof(c->tok));
+	c->len = len;
+	c->index = i;
+	c->gen = k->gen;
+}
+
 static enum auth_status
 auth_bearer(const struct auth_keys *k, const char *authorization,
     char principal[AUTH_PRINCIPAL_MAX + 1])
 {
-	uint8_t digest[CRYPTO_SHA256_SIZE];
+	uint8_t digest[CRYPTO_SHA256_SIZE], win[AUTH_CACHE_TOKEN];
 	const char *tok;
 	size_t len, i;
+	int cacheable;
 
 	if (authorization == NULL || authorization[0] == '\0')
 		return AUTH_MISSING;
@@ -354,8 +422,20 @@ auth_bearer(const struct auth_keys *k, const char *authorization,
 		return AUTH_INVALID;
 	if (k == NULL)
 		return AUTH_INVALID;
-	crypto_sha256(tok, len, digest);
-	if ((i = auth_keys_find(k, digest)) == k->n)
+	i = k->n;
+	if ((cacheable = len <= sizeof(win))) {
+		memset(win, 0, sizeof(win));
+		memcpy(win, tok, len);
+		i = auth_cache_find(k, win, len);
+	}
+	if (i == k->n) {
+		crypto_sha256(tok, len, digest);
+		if ((i = auth_keys_find(k, digest)) != k->n && cacheable)
+			auth_cache_put(k, win, len, i);
+	}
+	if (cacheable)
+		crypto_wipe(win, sizeof(win));
+	if (i == k->n)
 		return AUTH_INVALID;
 	memcpy(principal, k->v[i].account, sizeof(k->v[i].account));
 	return AUTH_OK;

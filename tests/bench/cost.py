@@ -6,7 +6,9 @@ these do not.  One case at a time, one spawn-fcgi worker behind lighttpd (the
 same instance run.py starts), wrk for the load, and one of three meters:
 
   count      context switches (every thread's voluntary and involuntary, from
-             /proc/PID/task/*/status) and CPU time of the worker, per request
+             /proc/PID/task/*/status) and CPU time of the worker, per request;
+             for idem, also its store's syncs, commits and writes per request
+             and writes per commit (its /metrics counters)
   strace     `strace -f -c` on the worker for the whole run: calls per request
              of each system call
   callgrind  the worker under `valgrind --tool=callgrind`, counters zeroed
@@ -116,16 +118,33 @@ def load(inst, case, seconds, conns, loc):
     return r
 
 
+STORE_COUNTERS = ("idem_store_syncs_total", "idem_store_commits_total",
+                  "idem_store_writes_total")
+
+
+def store_line(before, after, n):
+    """The store's counters per request, from two reads of /metrics."""
+    if not before or not after or STORE_COUNTERS[0] not in after:
+        return ""
+    d = [after.get(k, 0) - before.get(k, 0) for k in STORE_COUNTERS]
+    per_commit = f"{d[2] / d[1]:.1f}" if d[1] else "-"
+    return (f"; store per request: syncs {d[0] / n:.3f}, commits "
+            f"{d[1] / n:.3f}, writes {d[2] / n:.3f} ({per_commit} a commit)")
+
+
 def meter_count(inst, pid, case, a, loc):
+    m0 = inst.metrics() if case != "bare" else None
     c0, t0 = ctx_switches(pid), cpu_ticks(pid)
     r = load(inst, case, a.seconds, a.conns, loc)
     c1, t1 = ctx_switches(pid), cpu_ticks(pid)
+    m1 = inst.settle() if m0 else None
     n = r["requests"]
     hz = os.sysconf("SC_CLK_TCK")
-    print(f"{case}: {n} requests, {r['rps']:,.0f}/s; per request: "
+    print(f"{case}: {n} requests, {r['rps']:,.0f}/s, p99 "
+          f"{r['latency_us']['p99'] / 1000:.2f} ms; per request: "
           f"voluntary cs {(c1[0] - c0[0]) / n:.2f}, involuntary cs "
           f"{(c1[1] - c0[1]) / n:.2f}, user µs {(t1[0] - t0[0]) * 1e6 / hz / n:.1f}, "
-          f"sys µs {(t1[1] - t0[1]) * 1e6 / hz / n:.1f}")
+          f"sys µs {(t1[1] - t0[1]) * 1e6 / hz / n:.1f}" + store_line(m0, m1, n))
 
 
 def meter_strace(inst, pid, case, a, loc):
@@ -213,6 +232,9 @@ def main():
     ap.add_argument("--conns", type=int, default=32)
     ap.add_argument("--threads", default="128", help="IDEM_THREADS")
     ap.add_argument("--out-dir", default="/tmp")
+    ap.add_argument("--env", action="append", default=[],
+                    metavar="IDEM_NAME=VALUE",
+                    help="an IDEM_* setting for the worker (repeatable)")
     a = ap.parse_args()
     cases = a.case or ["bare", "healthz", "replay"]
     os.environ["BENCH_WORKERS"] = "1"
@@ -227,6 +249,11 @@ def main():
     run.S.bench_env = {"IDEM_MAP_SIZE": "4G", "IDEM_KEYS_PER_ACCOUNT": "0",
                        "IDEM_THREADS": a.threads}
     run.S.user_env = {}
+    for kv in a.env:
+        name, eq, value = kv.partition("=")
+        if not eq or not name.startswith("IDEM_"):
+            sys.exit(f"cost: --env wants IDEM_NAME=VALUE, not {kv!r}")
+        run.S.bench_env[name] = value
     if a.meter == "callgrind":
         Instance.wrapper = ["valgrind", "--tool=callgrind", "--vgdb=no",
                             "--callgrind-out-file=callgrind.out.%p"]

@@ -493,6 +493,150 @@ test_claim_without_secret(void)
 	auth_keys_free(k);
 }
 
+/* Writes a keys file naming account for each of the n secrets. */
+static struct auth_keys *
+load_secrets(const char *const *accounts, const char *const *secrets,
+    size_t n)
+{
+	char hex[65], text[2048], err[256];
+	struct auth_keys *k = NULL;
+	size_t i, at = 0;
+
+	for (i = 0; i < n; i++) {
+		digest_hex(secrets[i], hex);
+		at += (size_t)snprintf(text + at, sizeof(text) - at, "%s %s\n",
+		    accounts[i], hex);
+	}
+	write_file(text);
+	HARNESS_EQ(auth_keys_load(path, &k, err, sizeof(err)), IDEM_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+	return k;
+}
+
+/*
+ * A thread remembers the last secret it authenticated: asking again, in
+ * any order, still answers exactly as the keys file says, and a secret
+ * that differs from the remembered one in any way (a byte, a prefix, an
+ * extension, the same length) is not taken for it.
+ */
+static void
+test_bearer_repeated(void)
+{
+	char p[AUTH_PRINCIPAL_MAX + 1];
+	struct auth_keys *k = load_two();
+	int round;
+
+	for (round = 0; round < 3; round++) {
+		HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer sk_alice", p),
+		    AUTH_OK);
+		CU_ASSERT_STRING_EQUAL(p, "acct_alice");
+		HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer sk_alice", p),
+		    AUTH_OK);
+		CU_ASSERT_STRING_EQUAL(p, "acct_alice");
+		HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer sk_alicf", p),
+		    AUTH_INVALID);
+		CU_ASSERT_STRING_EQUAL(p, "");
+		HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer sk_alic", p),
+		    AUTH_INVALID);
+		HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer sk_alicee", p),
+		    AUTH_INVALID);
+		HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer sk_bob", p),
+		    AUTH_OK);
+		CU_ASSERT_STRING_EQUAL(p, "bob@example.com");
+		HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer sk_bob", p),
+		    AUTH_OK);
+		CU_ASSERT_STRING_EQUAL(p, "bob@example.com");
+		HARNESS_EQ(auth_principal(k, BEARER, NULL, "Bearer sk_alice", p),
+		    AUTH_OK);
+		CU_ASSERT_STRING_EQUAL(p, "acct_alice");
+	}
+	auth_keys_free(k);
+}
+
+/*
+ * What a thread remembers belongs to the key set it was found in: a set
+ * loaded anew, where the secret names another account or nobody, is
+ * answered from that set only.
+ */
+static void
+test_bearer_reloaded(void)
+{
+	static const char *const acc1[] = { "acct_alice", "acct_bob" };
+	static const char *const sec1[] = { "sk_alice", "sk_bob" };
+	static const char *const acc2[] = { "acct_bob", "acct_alice" };
+	static const char *const acc3[] = { "acct_carol" };
+	static const char *const sec3[] = { "sk_carol" };
+	char p[AUTH_PRINCIPAL_MAX + 1];
+	struct auth_keys *k1, *k2, *k3;
+
+	k1 = load_secrets(acc1, sec1, 2);
+	HARNESS_EQ(auth_principal(k1, BEARER, NULL, "Bearer sk_alice", p),
+	    AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, "acct_alice");
+	/* The same secrets, now naming each other's accounts. */
+	k2 = load_secrets(acc2, sec1, 2);
+	HARNESS_EQ(auth_principal(k2, BEARER, NULL, "Bearer sk_alice", p),
+	    AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, "acct_bob");
+	/* The old set, freed, and a set without the secret at all. */
+	auth_keys_free(k1);
+	k3 = load_secrets(acc3, sec3, 1);
+	HARNESS_EQ(auth_principal(k3, BEARER, NULL, "Bearer sk_alice", p),
+	    AUTH_INVALID);
+	CU_ASSERT_STRING_EQUAL(p, "");
+	HARNESS_EQ(auth_principal(k3, BEARER, NULL, "Bearer sk_carol", p),
+	    AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, "acct_carol");
+	HARNESS_EQ(auth_principal(k2, BEARER, NULL, "Bearer sk_alice", p),
+	    AUTH_OK);
+	CU_ASSERT_STRING_EQUAL(p, "acct_bob");
+	auth_keys_free(k2);
+	auth_keys_free(k3);
+}
+
+/*
+ * Secrets longer than the remembered window, and ones sharing a long
+ * prefix with a remembered one, are still told apart.
+ */
+static void
+test_bearer_long_secrets(void)
+{
+	char s1[300], s2[300], h[320], p[AUTH_PRINCIPAL_MAX + 1];
+	const char *acc[] = { "long_one", "long_two" };
+	const char *sec[2];
+	struct auth_keys *k;
+	size_t lens[] = { 63, 64, 65, 200 }, i;
+	int round;
+
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		memset(s1, 'x', lens[i]);
+		s1[lens[i]] = '\0';
+		memcpy(s2, s1, lens[i] + 1);
+		s2[lens[i] - 1] = 'y';
+		sec[0] = s1;
+		sec[1] = s2;
+		k = load_secrets(acc, sec, 2);
+		for (round = 0; round < 2; round++) {
+			snprintf(h, sizeof(h), "Bearer %s", s1);
+			HARNESS_EQ(auth_principal(k, BEARER, NULL, h, p),
+			    AUTH_OK);
+			CU_ASSERT_STRING_EQUAL(p, "long_one");
+			snprintf(h, sizeof(h), "Bearer %s", s2);
+			HARNESS_EQ(auth_principal(k, BEARER, NULL, h, p),
+			    AUTH_OK);
+			CU_ASSERT_STRING_EQUAL(p, "long_two");
+			/* One byte more or less than a remembered secret. */
+			snprintf(h, sizeof(h), "Bearer %sy", s2);
+			HARNESS_EQ(auth_principal(k, BEARER, NULL, h, p),
+			    AUTH_INVALID);
+			h[strlen(h) - 2] = '\0';
+			HARNESS_EQ(auth_principal(k, BEARER, NULL, h, p),
+			    AUTH_INVALID);
+		}
+		auth_keys_free(k);
+	}
+}
+
 static int
 suite_init(void)
 {
@@ -526,6 +670,9 @@ static const struct {
 	{ "unknown mode", test_mode_unknown },
 	{ "principal syntax", test_principal_valid },
 	{ "account without secret", test_claim_without_secret },
+	{ "bearer: the same secret again", test_bearer_repeated },
+	{ "bearer: a key set loaded anew", test_bearer_reloaded },
+	{ "bearer: long secrets", test_bearer_long_secrets },
 };
 
 int

@@ -13,8 +13,12 @@
  *
  * with fields (method, path, query, body) as given beside each value.
  */
+#include <sys/wait.h>
+
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "crypto.h"
@@ -332,6 +336,74 @@ test_equal_and_random(void)
 	CU_ASSERT(memcmp(a, b, sizeof(a)) != 0);
 }
 
+/* Draws of 16 bytes, across several refills of a thread's pool. */
+#define DRAWS 200
+
+static int
+cmp16(const void *a, const void *b)
+{
+	return memcmp(a, b, 16);
+}
+
+/*
+ * Every small draw is fresh: no two of many 16-byte draws (more than a
+ * pool holds, so refills are crossed) are equal, nor is any all zero
+ * (a pool handed out twice, or wiped before use, would show).
+ */
+static void
+test_random_draws_distinct(void)
+{
+	static const uint8_t zero[16];
+	uint8_t (*d)[16] = calloc(DRAWS, 16);
+	size_t i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	for (i = 0; i < DRAWS; i++) {
+		/* Odd sizes between the draws move the pool's position. */
+		uint8_t skip[7];
+
+		crypto_random(d[i], 16);
+		crypto_random(skip, 1 + i % sizeof(skip));
+	}
+	qsort(d, DRAWS, 16, cmp16);
+	for (i = 0; i < DRAWS; i++) {
+		CU_ASSERT(memcmp(d[i], zero, 16) != 0);
+		if (i > 0)
+			CU_ASSERT(memcmp(d[i - 1], d[i], 16) != 0);
+	}
+	free(d);
+}
+
+/*
+ * A fork child does not hand out the bytes its parent's pool still
+ * holds: after a fork, parent and child draw different bytes.
+ */
+static void
+test_random_fork(void)
+{
+	uint8_t mine[16], theirs[16], warm[1];
+	int fds[2], status;
+	pid_t pid;
+
+	crypto_random(warm, sizeof(warm));      /* the pool is full now */
+	CU_ASSERT_FATAL(pipe(fds) == 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		crypto_random(theirs, sizeof(theirs));
+		_exit(write(fds[1], theirs, sizeof(theirs)) ==
+		    (ssize_t)sizeof(theirs) ? 0 : 1);
+	}
+	close(fds[1]);
+	crypto_random(mine, sizeof(mine));
+	HARNESS_EQ(read(fds[0], theirs, sizeof(theirs)),
+	    (ssize_t)sizeof(theirs));
+	close(fds[0]);
+	CU_ASSERT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	    WEXITSTATUS(status) == 0);
+	CU_ASSERT(memcmp(mine, theirs, sizeof(mine)) != 0);
+}
+
 int
 harness_suites(void)
 {
@@ -362,7 +434,11 @@ harness_suites(void)
 		return -1;
 	if (CU_add_test(c, "SHA-256 vectors", test_sha256_vectors) == NULL ||
 	    CU_add_test(c, "hex round trip", test_hex_roundtrip) == NULL ||
-	    CU_add_test(c, "equal and random", test_equal_and_random) == NULL)
+	    CU_add_test(c, "equal and random", test_equal_and_random) == NULL ||
+	    CU_add_test(c, "random: small draws distinct",
+	    test_random_draws_distinct) == NULL ||
+	    CU_add_test(c, "random: a fork child draws anew",
+	    test_random_fork) == NULL)
 		return -1;
 	return 0;
 }

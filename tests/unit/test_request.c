@@ -257,6 +257,153 @@ test_write_cgi_response(void)
 	resp_free(&r);
 }
 
+/*
+ * Headers beyond what the response holds in itself (long values, many
+ * replacements) are kept all the same, in order, and a reset response
+ * starts again with none.
+ */
+static void
+test_headers_beyond_room(void)
+{
+	struct response r;
+	struct buf out = BUF_INIT, want = BUF_INIT;
+	char name[16], value[400];
+	int i, round;
+
+	resp_init(&r);
+	for (round = 0; round < 2; round++) {
+		buf_reset(&want);
+		buf_puts(&want, "Status: 200 OK\r\n");
+		for (i = 0; i < RESP_MAX_HEADERS; i++) {
+			snprintf(name, sizeof(name), "X-H%d", i);
+			memset(value, 'a' + i, sizeof(value) - 1);
+			value[sizeof(value) - 1] = '\0';
+			value[i * 20] = '\0';
+			HARNESS_EQ(resp_header(&r, name, "old"), IDEM_OK);
+			HARNESS_EQ(resp_header(&r, name, "%s", value), IDEM_OK);
+			buf_printf(&want, "%s: %s\r\n", name, value);
+		}
+		HARNESS_EQ(resp_header(&r, "X-One-Too-Many", "x"),
+		    IDEM_ETOOBIG);
+		memset(value, 'a' + 3, 60);
+		value[60] = '\0';
+		CU_ASSERT_STRING_EQUAL(resp_get_header(&r, "x-h3"), value);
+		r.status = 200;
+		buf_puts(&want, "Content-Length: 0\r\n\r\n");
+		buf_reset(&out);
+		HARNESS_EQ(resp_write(&r, collect, &out), IDEM_OK);
+		CU_ASSERT_STRING_EQUAL(out.data, want.data);
+		resp_reset(&r);
+		CU_ASSERT_PTR_NULL(resp_get_header(&r, "X-H0"));
+	}
+	buf_free(&out);
+	buf_free(&want);
+	resp_free(&r);
+}
+
+/*
+ * A thread reads request after request into the same struct request:
+ * each sees only its own meta-variables and body, whatever the one
+ * before held (longer, shorter, with or without credentials), and a
+ * recycled request no longer holds the credentials it carried.
+ */
+static void
+test_reread_recycled(void)
+{
+	static char long_body[20000];
+	const char *big[] = { "REQUEST_METHOD=POST", "PATH_INFO=/payments",
+		"QUERY_STRING=a=1&b=2", "HTTP_AUTHORIZATION=Bearer sk_secret",
+		"HTTP_IDEMPOTENCY_KEY=k-1", "CONTENT_LENGTH=5",
+		"SERVER_NAME=example", "REMOTE_USER=alice", NULL };
+	const char *small[] = { "REQUEST_METHOD=GET", "PATH_INFO=/h",
+		"SERVER_PORT=80", NULL };
+	char len[32], method[] = "REQUEST_METHOD=PUT";
+	char *huge[] = { method, len, NULL };
+	struct fake f = { NULL, "hello", 0, 5, 2 };
+	struct request r;
+	char *auth;
+	int round;
+
+	memset(long_body, 'b', sizeof(long_body) - 1);
+	snprintf(len, sizeof(len), "CONTENT_LENGTH=%zu",
+	    sizeof(long_body) - 1);
+	req_init(&r);
+	for (round = 0; round < 3; round++) {
+		f.off = 0;
+		f.body = "hello";
+		f.len = 5;
+		HARNESS_EQ(req_reread_env(&r, (char *const *)big, fake_read, &f,
+		    65536, NULL), REQ_OK);
+		CU_ASSERT_STRING_EQUAL(r.method, "POST");
+		CU_ASSERT_STRING_EQUAL(r.path, "/payments");
+		CU_ASSERT_STRING_EQUAL(r.query, "a=1&b=2");
+		CU_ASSERT_STRING_EQUAL(r.authorization, "Bearer sk_secret");
+		CU_ASSERT_STRING_EQUAL(r.idempotency_key, "k-1");
+		CU_ASSERT_STRING_EQUAL(r.remote_user, "alice");
+		HARNESS_EQ(r.body.len, (size_t)5);
+		CU_ASSERT_STRING_EQUAL(r.body.data, "hello");
+		auth = r.authorization;
+		req_recycle(&r);
+		CU_ASSERT_PTR_NULL(r.authorization);
+		if (r.strings != NULL)  /* kept: the secret is gone from it */
+			CU_ASSERT(memcmp(auth, "Bearer sk_secret", 16) != 0);
+
+		f.off = 0;
+		f.len = 0;
+		HARNESS_EQ(req_reread_env(&r, (char *const *)small, fake_read,
+		    &f, 65536, NULL), REQ_OK);
+		CU_ASSERT_STRING_EQUAL(r.method, "GET");
+		CU_ASSERT_STRING_EQUAL(r.path, "/h");
+		CU_ASSERT_STRING_EQUAL(r.query, "");
+		CU_ASSERT_PTR_NULL(r.authorization);
+		CU_ASSERT_PTR_NULL(r.idempotency_key);
+		CU_ASSERT_PTR_NULL(r.remote_user);
+		CU_ASSERT_PTR_NULL(r.content_type);
+		HARNESS_EQ(r.body.len, (size_t)0);
+		req_recycle(&r);
+
+		/* A body past what is kept is read whole, then let go. */
+		f.off = 0;
+		f.body = long_body;
+		f.len = sizeof(long_body) - 1;
+		f.chunk = 4096;
+		HARNESS_EQ(req_reread_env(&r, huge, fake_read, &f, 65536, NULL),
+		    REQ_OK);
+		HARNESS_EQ(r.body.len, sizeof(long_body) - 1);
+		CU_ASSERT_STRING_EQUAL(r.body.data, long_body);
+		req_recycle(&r);
+		CU_ASSERT(r.body.cap <= REQ_KEEP);
+		f.chunk = 2;
+	}
+	req_free(&r);
+}
+
+/* A recycled response is a new one: status, HEAD, headers, body. */
+static void
+test_resp_recycled(void)
+{
+	struct response r;
+	struct buf out = BUF_INIT;
+
+	resp_init(&r);
+	r.status = 201;
+	r.head = 1;
+	HARNESS_EQ(resp_header(&r, "Location", "/payments/p1"), IDEM_OK);
+	buf_puts(&r.body, "{\"id\":\"p1\"}");
+	resp_recycle(&r);
+	HARNESS_EQ(r.status, 500);
+	HARNESS_EQ(r.head, 0);
+	HARNESS_EQ(r.nheaders, (size_t)0);
+	HARNESS_EQ(r.body.len, (size_t)0);
+	r.status = 200;
+	buf_puts(&r.body, "{}");
+	HARNESS_EQ(resp_write(&r, collect, &out), IDEM_OK);
+	CU_ASSERT_STRING_EQUAL(out.data, "Status: 200 OK\r\n"
+	    "Content-Length: 2\r\n\r\n{}");
+	buf_free(&out);
+	resp_free(&r);
+}
+
 static void
 test_header_refuses_line_breaks(void)
 {
@@ -374,11 +521,15 @@ harness_suites(void)
 	CU_add_test(s, "bad method", test_read_bad_method);
 	CU_add_test(s, "parse length", test_parse_length);
 	CU_add_test(s, "JSON media types", test_is_json);
+	CU_add_test(s, "requests read again into one struct",
+	    test_reread_recycled);
 	if ((s = CU_add_suite("response", NULL, NULL)) == NULL)
 		return -1;
 	CU_add_test(s, "CGI response format", test_write_cgi_response);
 	CU_add_test(s, "header refuses line breaks",
 	    test_header_refuses_line_breaks);
+	CU_add_test(s, "headers beyond its room", test_headers_beyond_room);
+	CU_add_test(s, "response recycled", test_resp_recycled);
 	CU_add_test(s, "problem+json body", test_problem_json);
 	CU_add_test(s, "problem table complete", test_problem_table_complete);
 	return 0;
