@@ -148,6 +148,12 @@ idem_close(struct idem *idem)
 	free(idem);
 }
 
+struct store *
+store_of(struct idem *idem)
+{
+	return idem->store;
+}
+
 uint64_t
 idem_now_ms(const struct idem *idem)
 {

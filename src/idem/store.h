@@ -338,6 +338,12 @@ struct store_ops {
 int idem_open_backend(const struct idem_options *opt,
     const struct store_ops *backend, struct idem **out);
 
+/*
+ * The store behind a library handle, for the application's own tools
+ * (the completer's walk of stuck claims); borrowed for the handle's life.
+ */
+struct store *store_of(struct idem *idem);
+
 /* The LMDB backend (store_lmdb*.c). */
 extern const struct store_ops store_lmdb_ops;
 

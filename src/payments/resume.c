@@ -1,0 +1,321 @@
+/*
+ * resume.c: the completer (resume.h).  It finds the claims whose lease
+ * ran out, takes each over the way a client's retry would, and hands it
+ * to the payment's own claimed part (pay_claimed in post.c): what a
+ * take-over does is written once, for the client and the completer.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "crypto.h"
+#include "err.h"
+#include "handlers.h"
+#include "metrics.h"
+#include "resume.h"
+#include "store.h"
+
+/* A stuck claim found by a walk, to be taken over after it. */
+struct resume_item {
+	char *scope;
+	char *key;
+	uint8_t fp[IDEM_FP_SIZE];
+};
+
+/* One walk: up to max new claims whose lease ended before now. */
+struct resume_walk {
+	uint64_t now;
+	size_t max;
+	struct resume_item *items;
+	size_t n;
+	/* Claims this run has looked at, as sorted 64-bit names. */
+	uint64_t *seen;
+	size_t nseen;
+	size_t cap;
+	size_t skipped; /* stuck claims it cannot resume (counted once) */
+	int rc;
+};
+
+/* A 64-bit name for (scope, key), for the set of claims already seen. */
+static uint64_t
+resume_name(const char *scope, const char *key)
+{
+	uint8_t d[CRYPTO_SHA256_SIZE];
+	struct buf b = BUF_INIT;
+	uint64_t v = 0;
+	size_t i;
+
+	if (buf_append(&b, scope, strlen(scope) + 1) == IDEM_OK &&
+	    buf_append(&b, key, strlen(key)) == IDEM_OK)
+		crypto_sha256(b.data, b.len, d);
+	else
+		crypto_sha256(key, strlen(key), d);
+	buf_free(&b);
+	for (i = 0; i < 8; i++)
+		v = v << 8 | d[i];
+	return v;
+}
+
+/* Adds v to the sorted set; 0 when it was there already, -1 out of memory. */
+static int
+resume_mark(struct resume_walk *w, uint64_t v)
+{
+	size_t lo = 0, hi = w->nseen, mid;
+	uint64_t *p;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (w->seen[mid] == v)
+			return 0;
+		if (w->seen[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (w->nseen == w->cap) {
+		w->cap = w->cap == 0 ? 64 : w->cap * 2;
+		if ((p = realloc(w->seen, w->cap * sizeof(*p))) == NULL)
+			return -1;
+		w->seen = p;
+	}
+	memmove(w->seen + lo + 1, w->seen + lo,
+	    (w->nseen - lo) * sizeof(*w->seen));
+	w->seen[lo] = v;
+	w->nseen++;
+	return 1;
+}
+
+/*
+ * Whether the completer can carry the claim to its end: stage 0 (the
+ * provider was never called: released), or a payment's recovery point
+ * that names its order.  A refund's claim, or a payment's from a release
+ * that did not record the order, waits for its client's retry.
+ */
+static int
+resume_can(const struct rec *r)
+{
+	struct pay_cp cp;
+
+	if (r->stage == PAY_STAGE_STARTED)
+		return 1;
+	return r->stage == PAY_STAGE_CHARGE_REQUESTED &&
+	    pay_cp_decode(r->cp, r->cplen, &cp) == IDEM_OK &&
+	    cp.order.cur != NULL;
+}
+
+static int
+resume_gather(void *ctx, const char *scope, const char *key,
+    const struct rec *r)
+{
+	struct resume_walk *w = ctx;
+	struct resume_item *it;
+	int m;
+
+	if (r->state != REC_IN_PROGRESS || r->lease_ms > w->now)
+		return 0;
+	if ((m = resume_mark(w, resume_name(scope, key))) <= 0) {
+		w->rc = m < 0 ? IDEM_ENOMEM : IDEM_OK;
+		return m < 0;
+	}
+	if (!resume_can(r)) {
+		w->skipped++;
+		return 0;
+	}
+	it = &w->items[w->n];
+	if ((it->scope = strdup(scope)) == NULL ||
+	    (it->key = strdup(key)) == NULL) {
+		free(it->scope);
+		w->rc = IDEM_ENOMEM;
+		return 1;
+	}
+	memcpy(it->fp, r->fp, IDEM_FP_SIZE);
+	w->n++;
+	return w->n == w->max;
+}
+
+static void
+resume_items_free(struct resume_walk *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->n; i++) {
+		free(w->items[i].scope);
+		free(w->items[i].key);
+	}
+	w->n = 0;
+}
+
+static void
+resume_count(struct pay_resume_counts *c, enum pay_end end)
+{
+	switch (end) {
+	case PAY_END_COMPLETED:
+		c->completed++;
+		metrics_inc(METRIC_RESUMES_COMPLETED);
+		break;
+	case PAY_END_RELEASED:
+		c->released++;
+		metrics_inc(METRIC_RESUMES_RELEASED);
+		break;
+	case PAY_END_LOST:
+		c->busy++;
+		break;
+	case PAY_END_KEPT:
+	default:
+		c->left++;
+		metrics_inc(METRIC_RESUMES_LEFT);
+		break;
+	}
+}
+
+/*
+ * Ends a claim taken over: stage 0 is released (nothing reached the
+ * provider), a payment goes on from its recovery point.
+ */
+static enum pay_end
+resume_claim(const struct pay_env *env, const struct resume_item *it,
+    struct idem_call *call)
+{
+	struct pay_note note = { "resume", "" };
+	struct response resp;
+	struct pay_cp cp;
+	const void *point;
+	enum pay_end end;
+	size_t len;
+	int rc;
+
+	if (idem_call_stage(call) == PAY_STAGE_STARTED) {
+		rc = idem_release(call, NULL, NULL);
+		return rc == IDEM_OK ? PAY_END_RELEASED : rc == IDEM_ELOST ?
+		    PAY_END_LOST : PAY_END_KEPT;
+	}
+	point = idem_call_point(call, &len);
+	if (pay_cp_decode(point, len, &cp) != IDEM_OK ||
+	    cp.order.cur == NULL) {
+		/* Changed since the walk: keep it for its client. */
+		idem_abandon(call);
+		return PAY_END_KEPT;
+	}
+	resp_init(&resp);
+	end = pay_claimed(env, &note, it->scope, it->key, call, &cp.order,
+	    NULL, &resp);
+	resp_free(&resp);
+	return end;
+}
+
+/*
+ * Takes one claim over, as a retry of its request would (its own
+ * fingerprint), and ends it.  Whatever happened to the claim since the
+ * walk decides: completed or gone is nothing to do; held by another
+ * attempt is busy.
+ */
+static void
+resume_one(const struct pay_env *env, const struct resume_item *it,
+    struct pay_resume_counts *c)
+{
+	struct idem_call *call = NULL;
+
+	c->seen++;
+	if (idem_begin(env->idem, it->scope, it->key, it->fp, NULL, NULL,
+	    &call) != IDEM_OK) {
+		resume_count(c, PAY_END_KEPT);
+		return;
+	}
+	switch (idem_call_verdict(call)) {
+	case IDEM_RESUME:
+		resume_count(c, resume_claim(env, it, call));
+		break;
+	case IDEM_RUN:
+		/*
+		 * The key ended and went between the walk and now, and this
+		 * made a fresh claim of it: give it back at once.
+		 */
+		idem_release(call, NULL, NULL);
+		break;
+	case IDEM_CONFLICT:
+		c->busy++;
+		break;
+	default:
+		/* Completed by a retry meanwhile: nothing left to do. */
+		break;
+	}
+	idem_call_free(call);
+}
+
+static int
+resume_stopped(const struct pay_resume_opts *o,
+    const struct pay_resume_counts *c)
+{
+	return (o->stop != NULL && *o->stop) ||
+	    (o->limit > 0 && c->seen >= o->limit);
+}
+
+int
+pay_resume_run(const struct pay_env *env, const struct pay_resume_opts *opts,
+    struct pay_resume_counts *counts)
+{
+	struct store *s = store_of(env->idem);
+	struct resume_walk w;
+	size_t i;
+	int rc = IDEM_OK;
+
+	memset(counts, 0, sizeof(*counts));
+	memset(&w, 0, sizeof(w));
+	w.max = opts->batch > 0 ? opts->batch : 1;
+	if ((w.items = calloc(w.max, sizeof(*w.items))) == NULL)
+		return IDEM_ENOMEM;
+	/*
+	 * Each walk gathers up to a batch of stuck claims not seen yet in
+	 * this run, and they are resumed after it, outside its read
+	 * transaction; the run ends when a walk finds nothing new.  A claim
+	 * left for the next run is not tried twice in one.
+	 */
+	while (!resume_stopped(opts, counts)) {
+		w.now = idem_now_ms(env->idem);
+		w.rc = IDEM_OK;
+		w.skipped = 0;
+		rc = opts->all ? store_each(s, resume_gather, &w) :
+		    store_each_pending(s, resume_gather, &w);
+		if (rc == IDEM_OK)
+			rc = w.rc;
+		counts->left += w.skipped;
+		metrics_add(METRIC_RESUMES_LEFT, w.skipped);
+		if (rc != IDEM_OK || w.n == 0)
+			break;
+		for (i = 0; i < w.n && !resume_stopped(opts, counts); i++) {
+			resume_one(env, &w.items[i], counts);
+			if (opts->progress != NULL)
+				opts->progress(opts->progress_ctx, counts);
+		}
+		resume_items_free(&w);
+	}
+	resume_items_free(&w);
+	free(w.items);
+	free(w.seen);
+	return rc;
+}
+
+static int
+resume_count_stuck(void *ctx, const char *scope, const char *key,
+    const struct rec *r)
+{
+	struct resume_walk *w = ctx;
+
+	(void)scope;
+	(void)key;
+	if (r->state == REC_IN_PROGRESS && r->lease_ms <= w->now)
+		w->n++;
+	return 0;
+}
+
+int
+pay_stuck_count(struct idem *idem, uint64_t now_ms, size_t *n)
+{
+	struct resume_walk w;
+	int rc;
+
+	memset(&w, 0, sizeof(w));
+	w.now = now_ms;
+	rc = store_each_pending(store_of(idem), resume_count_stuck, &w);
+	*n = w.n;
+	return rc;
+}
