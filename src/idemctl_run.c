@@ -142,6 +142,23 @@ ctl_resume_progress(void *ctx, const struct pay_resume_counts *c)
 	    c->busy);
 }
 
+/*
+ * One line per claim taken over, on stderr (the journal, under the
+ * timer), with the key as its keyhash, as the responder logs it.
+ */
+static void
+ctl_resume_ended(void *ctx, const char *scope, const char *key,
+    uint32_t attempts, const char *outcome)
+{
+	char hash[KEYHASH_HEX + 1];
+	int *progress = ctx;
+
+	ctl_keyhash(scope, key, hash);
+	fprintf(stderr, "%sidemctl: resume: scope=%s key=%s attempts=%u "
+	    "outcome=%s\n", *progress ? "\r\033[K" : "", scope, hash,
+	    attempts, outcome);
+}
+
 /* Opens what the payment code needs: the library handle, the provider. */
 static int
 ctl_resume_env(struct pay_env *env)
@@ -220,7 +237,8 @@ ctl_resume_print(const struct pay_resume_counts *c)
 int
 ctl_resume(int argc, char *argv[])
 {
-	struct pay_resume_opts o = { 100, 0, 0, &ctl_stop, NULL, NULL };
+	struct pay_resume_opts o = { 100, 0, 0, &ctl_stop, NULL, NULL,
+	    ctl_resume_ended, NULL };
 	struct pay_resume_counts c;
 	struct pay_env env;
 	int rc, progress = ctl_progress_on();
@@ -229,6 +247,7 @@ ctl_resume(int argc, char *argv[])
 		ctl_usage();
 	if (progress)
 		o.progress = ctl_resume_progress;
+	o.ended_ctx = &progress;
 	ctl_catch_signals();
 	if (ctl_resume_env(&env) != 0)
 		return CTL_FAIL;

@@ -35,33 +35,28 @@ struct resume_walk {
 	int rc;
 };
 
-/* A 64-bit name for (scope, key), for the set of claims already seen. */
-static uint64_t
-resume_name(const char *scope, const char *key)
+/*
+ * Adds (scope, key) to the run's set of claims looked at, kept as sorted
+ * 64-bit names (the first bytes of SHA-256 over scope, NUL, key): 1 when
+ * it is new, 0 when it was there already, -1 out of memory.
+ */
+static int
+resume_mark(struct resume_walk *w, const char *scope, const char *key)
 {
 	uint8_t d[CRYPTO_SHA256_SIZE];
 	struct buf b = BUF_INIT;
-	uint64_t v = 0;
-	size_t i;
+	size_t lo = 0, hi = w->nseen, mid, i;
+	uint64_t v = 0, *p;
 
-	if (buf_append(&b, scope, strlen(scope) + 1) == IDEM_OK &&
-	    buf_append(&b, key, strlen(key)) == IDEM_OK)
-		crypto_sha256(b.data, b.len, d);
-	else
-		crypto_sha256(key, strlen(key), d);
+	if (buf_append(&b, scope, strlen(scope) + 1) != IDEM_OK ||
+	    buf_append(&b, key, strlen(key)) != IDEM_OK) {
+		buf_free(&b);
+		return -1;
+	}
+	crypto_sha256(b.data, b.len, d);
 	buf_free(&b);
 	for (i = 0; i < 8; i++)
 		v = v << 8 | d[i];
-	return v;
-}
-
-/* Adds v to the sorted set; 0 when it was there already, -1 out of memory. */
-static int
-resume_mark(struct resume_walk *w, uint64_t v)
-{
-	size_t lo = 0, hi = w->nseen, mid;
-	uint64_t *p;
-
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
 		if (w->seen[mid] == v)
@@ -112,7 +107,7 @@ resume_gather(void *ctx, const char *scope, const char *key,
 
 	if (r->state != REC_IN_PROGRESS || r->lease_ms > w->now)
 		return 0;
-	if ((m = resume_mark(w, resume_name(scope, key))) <= 0) {
+	if ((m = resume_mark(w, scope, key)) <= 0) {
 		w->rc = m < 0 ? IDEM_ENOMEM : IDEM_OK;
 		return m < 0;
 	}
@@ -143,6 +138,13 @@ resume_items_free(struct resume_walk *w)
 	}
 	w->n = 0;
 }
+
+static const char *const resume_outcome[] = {
+	[PAY_END_COMPLETED] = "completed",
+	[PAY_END_RELEASED] = "released",
+	[PAY_END_KEPT] = "left",
+	[PAY_END_LOST] = "busy",
+};
 
 static void
 resume_count(struct pay_resume_counts *c, enum pay_end end)
@@ -209,10 +211,11 @@ resume_claim(const struct pay_env *env, const struct resume_item *it,
  * attempt is busy.
  */
 static void
-resume_one(const struct pay_env *env, const struct resume_item *it,
-    struct pay_resume_counts *c)
+resume_one(const struct pay_env *env, const struct pay_resume_opts *o,
+    const struct resume_item *it, struct pay_resume_counts *c)
 {
 	struct idem_call *call = NULL;
+	enum pay_end end;
 
 	c->seen++;
 	if (idem_begin(env->idem, it->scope, it->key, it->fp, NULL, NULL,
@@ -222,7 +225,11 @@ resume_one(const struct pay_env *env, const struct resume_item *it,
 	}
 	switch (idem_call_verdict(call)) {
 	case IDEM_RESUME:
-		resume_count(c, resume_claim(env, it, call));
+		end = resume_claim(env, it, call);
+		resume_count(c, end);
+		if (o->ended != NULL)
+			o->ended(o->ended_ctx, it->scope, it->key,
+			    idem_call_attempts(call), resume_outcome[end]);
 		break;
 	case IDEM_RUN:
 		/*
@@ -282,7 +289,7 @@ pay_resume_run(const struct pay_env *env, const struct pay_resume_opts *opts,
 		if (rc != IDEM_OK || w.n == 0)
 			break;
 		for (i = 0; i < w.n && !resume_stopped(opts, counts); i++) {
-			resume_one(env, &w.items[i], counts);
+			resume_one(env, opts, &w.items[i], counts);
 			if (opts->progress != NULL)
 				opts->progress(opts->progress_ctx, counts);
 		}

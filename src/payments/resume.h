@@ -65,6 +65,13 @@ struct pay_resume_opts {
 	/* Called after each claim (may be NULL): progress reports. */
 	void (*progress)(void *ctx, const struct pay_resume_counts *c);
 	void *progress_ctx;
+	/*
+	 * Called for each claim taken over (may be NULL), with its outcome
+	 * ("completed", "released", "left", "busy"): the log.
+	 */
+	void (*ended)(void *ctx, const char *scope, const char *key,
+	    uint32_t attempts, const char *outcome);
+	void *ended_ctx;
 };
 
 /*
