@@ -306,6 +306,36 @@ def test_timeout_resumed(e):
     counts(e.resume(T0 + 120000), seen=0, completed=0)
 
 
+def test_refund_resumed(e):
+    """A refund left by a provider timeout and no retry: resume refunds
+    once under the refund's derived key, settles the hold (the payment
+    shows the amount refunded), and the client's retry replays the 201."""
+    status, h, body = e.pay("pr-1", T0)
+    expect(status == 201, "the payment: %d" % status)
+    pid = json.loads(body)["id"]
+    target = "/payments/%s/refunds" % pid
+    ask = '{"amount": 30.00}'
+    status, _, _ = e.request("POST", target, "rf-1", ask, extra={
+        "IDEM_TEST_NOW_MS": T0 + 1, "IDEM_PROVIDER_FAIL": "timeout"})
+    expect(status == 504, "the refund with a provider timeout: %d" % status)
+    counts(e.stats(), in_progress=1, refunds=0, provider_refunds=1)
+    counts(e.resume(T0 + 1000), seen=1, completed=1, left=0)
+    counts(e.stats(), in_progress=0, refunds=1, provider_refunds=1,
+           charges=1)
+    status, h, body = e.request("POST", target, "rf-1", ask,
+                                extra={"IDEM_TEST_NOW_MS": T0 + 2000})
+    expect(status == 201 and h.get("idempotent-replayed") == "true",
+           "the client's retry: %d %s" % (status, h))
+    doc = json.loads(body)
+    expect(doc["amount"] == 30.0 and doc["payment"] == pid,
+           "the refund: %s" % doc)
+    status, _, body = e.request("GET", "/payments/" + pid,
+                                extra={"IDEM_TEST_NOW_MS": T0 + 2000})
+    got = json.loads(body).get("amount_refunded")
+    expect(status == 200 and got == 30.0, "amount_refunded: %s" % got)
+    counts(e.stats(), refunds=1, provider_refunds=1)
+
+
 def test_lease_respected(e):
     """A claim within its lease (its worker may still run) is left alone;
     once the lease ran out it is resumed, and the provider, never reached
@@ -594,7 +624,7 @@ def test_systemd_units(e):
            (p.returncode, p.stdout, p.stderr))
 
 
-TESTS = [test_timeout_resumed, test_lease_respected, test_stage0_released,
+TESTS = [test_timeout_resumed, test_refund_resumed, test_lease_respected, test_stage0_released,
          test_two_resumers, test_provider_down_left, test_decline_stored,
          test_signal_stops, test_batch_limit, test_cli,
          test_progress_on_terminal, test_systemd_units]

@@ -85,7 +85,7 @@ pay_complete_failed(struct response *resp, int rc, enum pay_effect effect)
  * reached the provider, and otherwise kept, with its lease ended, for
  * the retry to resume (keyed_complete).
  */
-static enum pay_end
+static enum keyed_end
 pay_complete(struct pay_run *r, idem_tx_fn hook, void *hook_ctx,
     enum pay_effect effect, struct response *resp)
 {
@@ -93,12 +93,9 @@ pay_complete(struct pay_run *r, idem_tx_fn hook, void *hook_ctx,
 
 	rc = keyed_complete(r->call, r->note, hook, hook_ctx,
 	    effect == PAY_EFFECT_NONE, NULL, NULL, resp);
-	if (rc == IDEM_OK)
-		return PAY_END_COMPLETED;
-	if (rc == IDEM_ELOST)
-		return PAY_END_LOST;
-	pay_complete_failed(resp, rc, effect);
-	return effect == PAY_EFFECT_NONE ? PAY_END_RELEASED : PAY_END_KEPT;
+	if (rc != IDEM_OK && rc != IDEM_ELOST)
+		pay_complete_failed(resp, rc, effect);
+	return keyed_end_of(rc, effect == PAY_EFFECT_NONE);
 }
 
 /* The 201 of a charged payment, rendered into resp. */
@@ -149,12 +146,12 @@ pay_rows_write(void *ctx, struct idem_tx *tx)
 }
 
 /* Completes a charged payment: the row, the index and the answer at once. */
-static enum pay_end
+static enum keyed_end
 pay_succeed(struct pay_run *r, const struct pay_cp *cp,
     const struct pay_order *o, const char *charge_id, struct response *resp)
 {
 	struct pay_rows rows = { cp->id, BUF_INIT, BUF_INIT };
-	enum pay_end end = PAY_END_KEPT;
+	enum keyed_end end = KEYED_KEPT;
 	int rc;
 
 	if ((rc = pay_created(cp, o, charge_id, resp)) != IDEM_OK ||
@@ -230,23 +227,8 @@ pay_checkpoint(struct pay_run *r, const struct pay_order *o,
 	return rc;
 }
 
-/*
- * Releases a claim after which nothing can have happened: the key may be
- * used afresh.  A release that cannot be written leaves the claim
- * abandoned (idem_release), for the retry to take over.
- */
-static enum pay_end
-pay_released(struct idem_call *call)
-{
-	int rc = idem_release(call, NULL, NULL);
-
-	if (rc == IDEM_OK)
-		return PAY_END_RELEASED;
-	return rc == IDEM_ELOST ? PAY_END_LOST : PAY_END_KEPT;
-}
-
 /* Ends the claim of a call that reached the provider with this outcome. */
-static enum pay_end
+static enum keyed_end
 pay_charged(struct pay_run *r, const struct pay_cp *cp,
     const struct pay_order *o, const struct provider_charge *ch,
     struct response *resp)
@@ -272,15 +254,15 @@ pay_charged(struct pay_run *r, const struct pay_cp *cp,
 		    "provider is unavailable and nothing was charged; retry "
 		    "with the same Idempotency-Key.");
 		if (!r->reached_before)
-			return pay_released(r->call);
+			return keyed_release(r->call, NULL, NULL);
 		idem_abandon(r->call);
-		return PAY_END_KEPT;
+		return KEYED_KEPT;
 	case PROVIDER_KEY_REUSED:
 		/* Cannot happen while fingerprints hold; keep the claim. */
 		idem_abandon(r->call);
 		problem_build(resp, PROBLEM_INTERNAL, "The payment provider "
 		    "refused the charge's key.");
-		return PAY_END_KEPT;
+		return KEYED_KEPT;
 	case PROVIDER_TIMEOUT:
 	default:
 		/*
@@ -293,12 +275,12 @@ pay_charged(struct pay_run *r, const struct pay_cp *cp,
 		    "provider did not confirm the charge; retry with the same "
 		    "Idempotency-Key and the original charge will be "
 		    "returned, never a second one.");
-		return PAY_END_KEPT;
+		return KEYED_KEPT;
 	}
 }
 
 /* Runs the payment for a claim we own, and ends the claim. */
-static enum pay_end
+static enum keyed_end
 pay_run(struct pay_run *r, const struct pay_order *o, const char *invalid,
     struct response *resp)
 {
@@ -321,10 +303,10 @@ pay_run(struct pay_run *r, const struct pay_order *o, const char *invalid,
 		 */
 		keyed_lost_or_failed(r->note, rc, resp);
 		if (rc == IDEM_ELOST)
-			return PAY_END_LOST;
+			return KEYED_LOST;
 		if (!r->reached_before)
-			return pay_released(r->call);
-		return PAY_END_KEPT;
+			return keyed_release(r->call, NULL, NULL);
+		return KEYED_KEPT;
 	}
 	/*
 	 * The provider deduplicates on a key derived from ours.  The claim's
@@ -344,7 +326,7 @@ pay_run(struct pay_run *r, const struct pay_order *o, const char *invalid,
 		idem_abandon(r->call);
 		problem_build(resp, PROBLEM_INTERNAL, "Out of memory; nothing "
 		    "was charged. Retry with the same Idempotency-Key.");
-		return PAY_END_KEPT;
+		return KEYED_KEPT;
 	}
 	rc = provider_charge(r->env->provider, pkey, o->minor, o->cur->code,
 	    idem_now_ms(r->env->idem), &ch);
@@ -359,7 +341,7 @@ pay_run(struct pay_run *r, const struct pay_order *o, const char *invalid,
  * a client's request (pay_post) and for the completer (resume.c), so a
  * take-over ends alike whoever makes it.
  */
-enum pay_end
+enum keyed_end
 pay_claimed(const struct pay_env *env, struct pay_note *note,
     const char *scope, const char *key, struct idem_call *call,
     const struct pay_order *o, const char *invalid, struct response *resp)

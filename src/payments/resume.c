@@ -11,6 +11,7 @@
 #include "err.h"
 #include "handlers.h"
 #include "metrics.h"
+#include "refund.h"
 #include "resume.h"
 #include "store.h"
 
@@ -80,21 +81,42 @@ resume_mark(struct resume_walk *w, const char *scope, const char *key)
 }
 
 /*
- * Whether the completer can carry the claim to its end: stage 0 (the
- * provider was never called: released), or a payment's recovery point
- * that names its order.  A refund's claim, or a payment's from a release
- * that did not record the order, waits for its client's retry.
+ * What a claim's recovery point says it is.  Payments and refunds share
+ * stage numbers; their points do not decode as each other's (a payment's
+ * id is longer, and its version 2 is no refund's version).
  */
+enum resume_kind {
+	RESUME_NONE = 0,   /* nothing the completer can carry on */
+	RESUME_STAGE0,     /* the provider was never called: release */
+	RESUME_PAYMENT,    /* a payment's point with its order */
+	RESUME_REFUND      /* a refund's point (its hold is a row) */
+};
+
+static enum resume_kind
+resume_kind_of(uint32_t stage, const void *point, size_t len,
+    struct pay_cp *pcp, struct refund_cp *rcp)
+{
+	if (stage == PAY_STAGE_STARTED)
+		return RESUME_STAGE0;
+	if (stage == PAY_STAGE_CHARGE_REQUESTED &&
+	    pay_cp_decode(point, len, pcp) == IDEM_OK)
+		/* A point from a release that did not record the order. */
+		return pcp->order.cur != NULL ? RESUME_PAYMENT : RESUME_NONE;
+	if (stage == REFUND_STAGE_HELD &&
+	    refund_cp_decode(point, len, rcp) == IDEM_OK)
+		return RESUME_REFUND;
+	return RESUME_NONE;
+}
+
+/* Whether the completer can carry the claim to its end. */
 static int
 resume_can(const struct rec *r)
 {
-	struct pay_cp cp;
+	struct pay_cp pcp;
+	struct refund_cp rcp;
 
-	if (r->stage == PAY_STAGE_STARTED)
-		return 1;
-	return r->stage == PAY_STAGE_CHARGE_REQUESTED &&
-	    pay_cp_decode(r->cp, r->cplen, &cp) == IDEM_OK &&
-	    cp.order.cur != NULL;
+	return resume_kind_of(r->stage, r->cp, r->cplen, &pcp, &rcp) !=
+	    RESUME_NONE;
 }
 
 static int
@@ -140,28 +162,28 @@ resume_items_free(struct resume_walk *w)
 }
 
 static const char *const resume_outcome[] = {
-	[PAY_END_COMPLETED] = "completed",
-	[PAY_END_RELEASED] = "released",
-	[PAY_END_KEPT] = "left",
-	[PAY_END_LOST] = "busy",
+	[KEYED_COMPLETED] = "completed",
+	[KEYED_RELEASED] = "released",
+	[KEYED_KEPT] = "left",
+	[KEYED_LOST] = "busy",
 };
 
 static void
-resume_count(struct pay_resume_counts *c, enum pay_end end)
+resume_count(struct pay_resume_counts *c, enum keyed_end end)
 {
 	switch (end) {
-	case PAY_END_COMPLETED:
+	case KEYED_COMPLETED:
 		c->completed++;
 		metrics_inc(METRIC_RESUMES_COMPLETED);
 		break;
-	case PAY_END_RELEASED:
+	case KEYED_RELEASED:
 		c->released++;
 		metrics_inc(METRIC_RESUMES_RELEASED);
 		break;
-	case PAY_END_LOST:
+	case KEYED_LOST:
 		c->busy++;
 		break;
-	case PAY_END_KEPT:
+	case KEYED_KEPT:
 	default:
 		c->left++;
 		metrics_inc(METRIC_RESUMES_LEFT);
@@ -170,36 +192,74 @@ resume_count(struct pay_resume_counts *c, enum pay_end end)
 }
 
 /*
- * Ends a claim taken over: stage 0 is released (nothing reached the
- * provider), a payment goes on from its recovery point.
+ * The payment a refund's claim is for, from the hold its claim wrote
+ * (refund_holds), and that payment's currency.  IDEM_OK, or an error:
+ * the claim then waits for its client.
  */
-static enum pay_end
+static int
+resume_refund_of(const struct pay_env *env, const char *scope,
+    const struct refund_cp *cp, struct refund_hold *h,
+    const struct currency **cur, struct response *resp)
+{
+	void *v = NULL;
+	size_t vlen = 0;
+	int64_t paid;
+	int rc;
+
+	rc = idem_row_get(env->idem, REFUND_TABLE_HOLDS, cp->id,
+	    REFUND_ID_LEN, &v, &vlen);
+	if (rc == IDEM_OK)
+		rc = refund_hold_decode(v, vlen, h);
+	free(v);
+	if (rc == IDEM_OK && refund_payment_find(env, h->payment, scope,
+	    &paid, cur, resp) != 0)
+		rc = IDEM_ENOTFOUND;
+	return rc;
+}
+
+/*
+ * Ends a claim taken over: stage 0 is released (nothing reached the
+ * provider); a payment or a refund goes on from its recovery point, on
+ * the path its client's retry would take.
+ */
+static enum keyed_end
 resume_claim(const struct pay_env *env, const struct resume_item *it,
     struct idem_call *call)
 {
 	struct pay_note note = { "resume", "" };
+	const struct currency *cur;
+	struct refund_hold h;
+	struct refund_cp rcp;
 	struct response resp;
-	struct pay_cp cp;
+	struct pay_cp pcp;
 	const void *point;
-	enum pay_end end;
+	enum keyed_end end = KEYED_KEPT;
 	size_t len;
-	int rc;
 
-	if (idem_call_stage(call) == PAY_STAGE_STARTED) {
-		rc = idem_release(call, NULL, NULL);
-		return rc == IDEM_OK ? PAY_END_RELEASED : rc == IDEM_ELOST ?
-		    PAY_END_LOST : PAY_END_KEPT;
-	}
 	point = idem_call_point(call, &len);
-	if (pay_cp_decode(point, len, &cp) != IDEM_OK ||
-	    cp.order.cur == NULL) {
-		/* Changed since the walk: keep it for its client. */
-		idem_abandon(call);
-		return PAY_END_KEPT;
-	}
 	resp_init(&resp);
-	end = pay_claimed(env, &note, it->scope, it->key, call, &cp.order,
-	    NULL, &resp);
+	switch (resume_kind_of(idem_call_stage(call), point, len, &pcp,
+	    &rcp)) {
+	case RESUME_STAGE0:
+		end = keyed_release(call, NULL, NULL);
+		break;
+	case RESUME_PAYMENT:
+		end = pay_claimed(env, &note, it->scope, it->key, call,
+		    &pcp.order, NULL, &resp);
+		break;
+	case RESUME_REFUND:
+		if (resume_refund_of(env, it->scope, &rcp, &h, &cur,
+		    &resp) == IDEM_OK) {
+			end = refund_claimed(env, &note, it->scope, it->key,
+			    h.payment, cur, call, NULL, &resp);
+			break;
+		}
+		/* FALLTHROUGH */
+	default:
+		/* Nothing to carry on: keep it, as it was, for its client. */
+		idem_abandon(call);
+		break;
+	}
 	resp_free(&resp);
 	return end;
 }
@@ -215,12 +275,12 @@ resume_one(const struct pay_env *env, const struct pay_resume_opts *o,
     const struct resume_item *it, struct pay_resume_counts *c)
 {
 	struct idem_call *call = NULL;
-	enum pay_end end;
+	enum keyed_end end;
 
 	c->seen++;
 	if (idem_begin(env->idem, it->scope, it->key, it->fp, NULL, NULL,
 	    &call) != IDEM_OK) {
-		resume_count(c, PAY_END_KEPT);
+		resume_count(c, KEYED_KEPT);
 		return;
 	}
 	switch (idem_call_verdict(call)) {

@@ -21,15 +21,8 @@
 #include <stdint.h>
 
 #include "handlers.h"
+#include "keyed.h"
 #include "payment.h"
-
-/* How a claimed payment ended. */
-enum pay_end {
-	PAY_END_COMPLETED = 0, /* an answer stored: 201, 402 or 400 */
-	PAY_END_RELEASED,      /* released: nothing reached the provider */
-	PAY_END_KEPT,          /* kept, lease ended: a retry resumes it */
-	PAY_END_LOST           /* another attempt took the claim over */
-};
 
 /*
  * Runs a payment on a claim the caller owns (IDEM_RUN or IDEM_RESUME),
@@ -38,9 +31,29 @@ enum pay_end {
  * 400 with the detail invalid is stored).  resp gets the answer; note
  * the log's outcome when the claim was lost.
  */
-enum pay_end pay_claimed(const struct pay_env *env, struct pay_note *note,
+enum keyed_end pay_claimed(const struct pay_env *env, struct pay_note *note,
     const char *scope, const char *key, struct idem_call *call,
     const struct pay_order *o, const char *invalid, struct response *resp);
+
+/*
+ * The same for a refund of payment (its id; cur its currency), from
+ * refund_post.c: the hold made with the claim is refunded at the
+ * provider and settled, or given back (release), or kept (abandon).
+ * invalid: the 400's detail for an invalid body, else NULL.
+ */
+enum keyed_end refund_claimed(const struct pay_env *env,
+    struct pay_note *note, const char *scope, const char *key,
+    const char *payment, const struct currency *cur, struct idem_call *call,
+    const char *invalid, struct response *resp);
+
+/*
+ * The payment a refund names, if it belongs to scope: its amount and
+ * currency.  0, or -1 with resp the answer (404: none, or another
+ * account's; 503: the store failed).
+ */
+int refund_payment_find(const struct pay_env *env, const char *payment,
+    const char *scope, int64_t *paid, const struct currency **cur,
+    struct response *resp);
 
 /* What a run of the completer did, claim by claim. */
 struct pay_resume_counts {
