@@ -1,8 +1,9 @@
 /*
  * resume.c: the completer (resume.h).  It finds the claims whose lease
  * ran out, takes each over the way a client's retry would, and hands it
- * to the payment's own claimed part (pay_claimed in post.c): what a
- * take-over does is written once, for the client and the completer.
+ * to the endpoint's own claimed part (pay_claimed in post.c,
+ * refund_claimed in refund_post.c): what a take-over does is written
+ * once, for the client and the completer.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -1,17 +1,18 @@
 /*
- * resume.h: the completer.  A payment whose client gave up (a provider
- * timeout, a crashed worker, a lost 504) waits in its claim until the
- * client retries.  pay_resume_run drives each such claim, whose lease
- * ran out, to its end without the client: it takes the claim over
+ * resume.h: the completer.  A payment or a refund whose client gave up
+ * (a provider timeout, a crashed worker, a lost 504) waits in its claim
+ * until the client retries.  pay_resume_run drives each such claim, whose
+ * lease ran out, to its end without the client: it takes the claim over
  * exactly as a retry would (idem_begin with the claim's own fingerprint,
  * so a client retry meanwhile gets 409 and two completers never resume
- * one claim twice), then runs the payment's claimed part (pay_claimed,
- * shared with POST /payments) from the recovery point: the provider is
- * asked again under the same derived key, and the payment completes
- * (its row and its 201 stored for the client's retry to replay), or is
- * stored declined, or is left for the next run when the provider cannot
- * answer.  Only a claim whose recovery point proves the provider was
- * never called (stage 0) is released.
+ * one claim twice), then runs the endpoint's claimed part (pay_claimed
+ * from post.c, refund_claimed from refund_post.c: what the client's
+ * request runs after its claim) from the recovery point: the provider is
+ * asked again under the same derived key, and the claim completes (rows
+ * and answer stored for the client's retry to replay), or is stored
+ * declined, or is left for the next run when the provider cannot answer.
+ * Only a claim whose recovery point proves the provider was never called
+ * (stage 0) is released.
  */
 #ifndef PAY_RESUME_H
 #define PAY_RESUME_H
