@@ -152,8 +152,16 @@ class Env:
         status, _, out = self.request("GET", "/metrics", account="metrics",
                                       extra={"IDEM_TEST_NOW_MS": at_ms})
         expect(status == 200, "GET /metrics: %d" % status)
+        text = out.decode()
+        # One family each: HELP and TYPE once, before its samples.
+        for fam, kind in (("idem_resumes_total", "counter"),
+                          ("idem_stuck_claims", "gauge")):
+            expect(text.count("# TYPE %s " % fam) == 1 and
+                   "# TYPE %s %s\n" % (fam, kind) in text and
+                   text.count("# HELP %s " % fam) == 1,
+                   "/metrics: the family %s is not one %s" % (fam, kind))
         got = {}
-        for line in out.decode().split("\n"):
+        for line in text.split("\n"):
             m = re.match(r"^(idem_[a-z_]+(?:\{[^}]*\})?) (\d+)$", line)
             if m:
                 got[m.group(1)] = int(m.group(2))
