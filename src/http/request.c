@@ -76,6 +76,7 @@ req_is_json(const char *ct)
 	X(REQ_VAR_KEY, "HTTP_IDEMPOTENCY_KEY")      \
 	X(REQ_VAR_INM, "HTTP_IF_NONE_MATCH")        \
 	X(REQ_VAR_ADDR, "REMOTE_ADDR")              \
+	X(REQ_VAR_RID, "HTTP_X_REQUEST_ID")         \
 	X(REQ_VAR_LENGTH, "CONTENT_LENGTH")
 
 enum req_var {
@@ -185,6 +186,24 @@ req_put_opt(char **p, const char *s)
 }
 
 /*
+ * A request id is only ever logged: one that could not be quoted as it is
+ * (too long, or holding a byte outside printable ASCII, a space, a quote
+ * or a backslash) is dropped, and the log makes up its own.
+ */
+static int
+req_id_ok(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n;
+
+	for (n = 0; p[n] != '\0'; n++)
+		if (n >= REQ_ID_MAX || p[n] <= 0x20 || p[n] >= 0x7f ||
+		    p[n] == '"' || p[n] == '\\')
+			return 0;
+	return n > 0;
+}
+
+/*
  * Copies the meta-variables the request keeps into one allocation,
  * r->strings, which req_free releases.
  */
@@ -203,6 +222,8 @@ req_copy(struct request *r, const char *v[REQ_VAR__MAX], const char *mount)
 		v[REQ_VAR_USER] = NULL;
 	if (v[REQ_VAR_ADDR] == NULL)
 		v[REQ_VAR_ADDR] = "-";
+	if (v[REQ_VAR_RID] != NULL && !req_id_ok(v[REQ_VAR_RID]))
+		v[REQ_VAR_RID] = NULL;
 	for (i = 0; i < REQ_VAR__MAX; i++)
 		if (v[i] != NULL && i != REQ_VAR_SCRIPT && i != REQ_VAR_INFO &&
 		    i != REQ_VAR_LENGTH)
@@ -231,6 +252,7 @@ req_copy(struct request *r, const char *v[REQ_VAR__MAX], const char *mount)
 	r->idempotency_key = req_put_opt(&p, v[REQ_VAR_KEY]);
 	r->if_none_match = req_put_opt(&p, v[REQ_VAR_INM]);
 	r->remote_addr = req_put_opt(&p, v[REQ_VAR_ADDR]);
+	r->request_id = req_put_opt(&p, v[REQ_VAR_RID]);
 	return 0;
 }
 

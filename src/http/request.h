@@ -17,6 +17,9 @@ typedef const char *(*req_param_fn)(void *ctx, const char *name);
 /* Reads up to len body bytes; returns the count, 0 at end, -1 on error. */
 typedef long (*req_read_fn)(void *ctx, void *buf, size_t len);
 
+/* The longest X-Request-Id kept; a longer one is ignored. */
+#define REQ_ID_MAX 128
+
 struct request {
 	char *method;          /* REQUEST_METHOD */
 	char *path;            /* SCRIPT_NAME + PATH_INFO, less the mount */
@@ -27,6 +30,12 @@ struct request {
 	char *idempotency_key; /* HTTP_IDEMPOTENCY_KEY, NULL when unset */
 	char *if_none_match;   /* HTTP_IF_NONE_MATCH, NULL when unset */
 	char *remote_addr;     /* REMOTE_ADDR, "-" when unset */
+	/*
+	 * HTTP_X_REQUEST_ID, the web server's id for the request (nginx's
+	 * $request_id), NULL when unset or not 1 to REQ_ID_MAX printable
+	 * ASCII characters other than space, '"' and '\\'.
+	 */
+	char *request_id;
 	struct buf body;
 	char *strings;         /* owns every string above */
 };

@@ -61,7 +61,23 @@ static const char *const pg_migrations[PG_SCHEMA_VERSION] = {
 	"  tbl text NOT NULL,"
 	"  k bytea NOT NULL,"
 	"  v bytea NOT NULL,"
-	"  PRIMARY KEY (tbl, k));"
+	"  PRIMARY KEY (tbl, k));",
+	/*
+	 * 2: the count of each scope's records (the per-scope bound) and of
+	 * each table's rows, kept by the writes, from what is there now
+	 */
+	"CREATE TABLE idem_quota ("
+	"  scope bytea PRIMARY KEY,"
+	"  n bigint NOT NULL);"
+	"INSERT INTO idem_quota (scope, n)"
+	"  SELECT scope, count(*) FROM idem_keys GROUP BY scope;"
+	"CREATE TABLE idem_counts ("
+	"  tbl text NOT NULL,"
+	"  slot integer NOT NULL,"
+	"  n bigint NOT NULL,"
+	"  PRIMARY KEY (tbl, slot));"
+	"INSERT INTO idem_counts (tbl, slot, n)"
+	"  SELECT tbl, 0, count(*) FROM idem_rows GROUP BY tbl;"
 };
 
 /* Any number, the same in every process: serialises migrations. */
@@ -427,8 +443,8 @@ store_pg_wipe(const char *conninfo)
 
 	if ((c = pg_connect(conninfo, 0)) == NULL)
 		return IDEM_EIO;
-	rc = pg_exec_plain(c, "TRUNCATE idem_keys, idem_rows", err,
-	    sizeof(err)) == 0 ? IDEM_OK : IDEM_EIO;
+	rc = pg_exec_plain(c, "TRUNCATE idem_keys, idem_rows, idem_quota, "
+	    "idem_counts", err, sizeof(err)) == 0 ? IDEM_OK : IDEM_EIO;
 	PQfinish(c);
 	return rc;
 }
@@ -472,10 +488,21 @@ pg_open(const struct store_config *cfg, struct store **out)
 	}
 	v = pg_schema_version(pc->c);
 	pg_release(s, pc);
+	/*
+	 * Never run on a schema this program does not know: an older one
+	 * lacks what it writes, and a newer one may hold what it would
+	 * misread or leave out of date (a downgrade is not a migration).
+	 */
 	if (v != PG_SCHEMA_VERSION) {
-		fprintf(stderr, "idem: the PostgreSQL store has schema version "
-		    "%ld, this program needs %d: run idemctl migrate\n",
-		    v, PG_SCHEMA_VERSION);
+		if (v > PG_SCHEMA_VERSION)
+			fprintf(stderr, "idem: the PostgreSQL store has schema "
+			    "version %ld, newer than this program's %d: run "
+			    "the program that migrated it\n", v,
+			    PG_SCHEMA_VERSION);
+		else
+			fprintf(stderr, "idem: the PostgreSQL store has schema "
+			    "version %ld, this program needs %d: run idemctl "
+			    "migrate\n", v, PG_SCHEMA_VERSION);
 		pg_close(&s->base);
 		return IDEM_EIO;
 	}

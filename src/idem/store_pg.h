@@ -7,7 +7,8 @@
  *				their retries, the schema and its
  *				migrations, open/close, the operations table
  *	store_pg_ops.c		lookup, claim, the writes to an owned claim,
- *				purge, application rows, walks, hooks
+ *				purge, application rows, walks (through
+ *				server-side cursors), hooks
  *
  * The schema (version PG_SCHEMA_VERSION, applied by idemctl migrate):
  *
@@ -19,6 +20,11 @@
  *	idem_keys_expiry	partial index on purge_at, non-pending rows
  *	idem_keys_pending	partial index on (scope, key), pending rows
  *	idem_rows		(tbl, k) -> v: every application table
+ *	idem_quota		scope -> its records (the per-scope bound)
+ *	idem_counts		(tbl, slot) -> rows added less rows
+ *				deleted by the sessions whose server
+ *				process id is slot modulo PG_COUNT_SLOTS:
+ *				a table's count is the sum of its slots
  *
  * scope and key are bytea, so rows sort bytewise as in LMDB.
  */
@@ -35,13 +41,22 @@
 #include "record.h"
 #include "store.h"
 
-#define PG_SCHEMA_VERSION 1
+#define PG_SCHEMA_VERSION 2
 /* Connections per process: the writers that run at once. */
 #define PG_POOL_MAX 16
 /* Serialization failures and deadlocks retried before IDEM_EIO. */
 #define PG_RETRIES 32
 /* The longest row key, as in LMDB's default build. */
 #define PG_ROW_KEY_MAX 511
+/*
+ * Rows a walk (each, each_pending, scan) fetches at a time from its
+ * server-side cursor: its memory is this, not the table's size.
+ */
+#define PG_WALK_BATCH 256
+/* Rows a table's count is spread over (idem_counts.slot). */
+#define PG_COUNT_SLOTS 1024
+#define PG_STR_(x) #x
+#define PG_STR(x) PG_STR_(x)
 /* An internal result: roll back and run the transaction again. */
 #define PG_RETRY (-2)
 

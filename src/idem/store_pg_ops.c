@@ -151,7 +151,62 @@ struct pg_tx {
 	struct pgconn *pc;
 	PGresult **held;
 	size_t nheld;
+	/* Rows added (less rows deleted) per table, by s->tables index. */
+	long long delta[IDEM_MAX_TABLES];
 };
+
+/*
+ * Adds the rows a transaction added to or deleted from each table to
+ * the tables' counts (idem_counts), last in the transaction: the rows
+ * of the counts are locked for as short a time as may be, after every
+ * other lock the transaction takes, in table order.  A session writes
+ * the slot of its server process's id, so that concurrent writes, of
+ * one process or of many hosts, seldom queue on one row (two sessions
+ * that share a slot only wait for each other); store_count sums a
+ * table's slots, at most PG_COUNT_SLOTS rows.
+ */
+static int
+pg_counts_apply(struct pgstore *s, struct pgconn *pc, const long long *delta)
+{
+	struct pgargs a;
+	char n[24];
+	size_t i, j, order[IDEM_MAX_TABLES], k;
+	int rc;
+
+	for (i = 0; i < s->ntables; i++) {
+		for (j = i; j > 0 && strcmp(s->tables[order[j - 1]],
+		    s->tables[i]) > 0; j--)
+			order[j] = order[j - 1];
+		order[j] = i;
+	}
+	for (k = 0; k < s->ntables; k++) {
+		i = order[k];
+		if (delta[i] == 0)
+			continue;
+		memset(&a, 0, sizeof(a));
+		snprintf(n, sizeof(n), "%lld", delta[i]);
+		pg_arg_str(&a, s->tables[i]);
+		pg_arg_u64(&a, (uint64_t)PQbackendPID(pc->c) % PG_COUNT_SLOTS);
+		pg_arg_str(&a, n);
+		if ((rc = pg_run(pc, "INSERT INTO idem_counts AS c (tbl, slot, n) "
+		    "VALUES ($1, $2, $3) ON CONFLICT (tbl, slot) DO UPDATE SET "
+		    "n = c.n + $3::bigint", &a)) != IDEM_OK)
+			return rc;
+	}
+	return IDEM_OK;
+}
+
+/* The table's place in s->tables (pg_table_ok holds). */
+static size_t
+pg_table_index(const struct pgstore *s, const char *table)
+{
+	size_t i;
+
+	for (i = 0; i < s->ntables; i++)
+		if (strcmp(s->tables[i], table) == 0)
+			break;
+	return i;
+}
 
 static void
 pg_tx_end(struct pg_tx *t)
@@ -169,10 +224,13 @@ static int
 pg_run_hook(struct pgstore *s, struct pgconn *pc, idem_tx_fn hook, void *ctx,
     struct idem_tx *tx)
 {
-	struct pg_tx t = { s, pc, NULL, 0 };
+	struct pg_tx t;
 	struct idem_tx own;
 	int rc;
 
+	memset(&t, 0, sizeof(t));
+	t.s = s;
+	t.pc = pc;
 	if (tx == NULL) {
 		memset(&own, 0, sizeof(own));
 		tx = &own;
@@ -180,11 +238,17 @@ pg_run_hook(struct pgstore *s, struct pgconn *pc, idem_tx_fn hook, void *ctx,
 	tx->s = &s->base;
 	tx->impl = &t;
 	tx->respond = NULL;
-	rc = hook(ctx, tx);
+	if ((rc = hook(ctx, tx)) == IDEM_OK)
+		rc = pg_counts_apply(s, pc, t.delta);
 	pg_tx_end(&t);
 	return rc;
 }
 
+/*
+ * Deletes up to max records whose time is up, and takes them off their
+ * scopes' counts in the same statement (the counts' rows locked in
+ * scope order, so that two purges do not lock them in opposite orders).
+ */
 static int
 pg_purge_tx(struct pgconn *pc, uint64_t now_ms, size_t max, size_t *purged)
 {
@@ -195,12 +259,19 @@ pg_purge_tx(struct pgconn *pc, uint64_t now_ms, size_t max, size_t *purged)
 	*purged = 0;
 	pg_arg_u64(&a, now_ms);
 	pg_arg_u64(&a, max);
-	if ((rc = pg_exec(pc, "DELETE FROM idem_keys WHERE ctid IN ("
+	if ((rc = pg_exec(pc, "WITH d AS (DELETE FROM idem_keys WHERE ctid IN ("
 	    "SELECT ctid FROM idem_keys WHERE purge_at <= $1 "
-	    "ORDER BY purge_at LIMIT $2 FOR UPDATE SKIP LOCKED)",
-	    &a, &res)) != IDEM_OK)
+	    "ORDER BY purge_at LIMIT $2 FOR UPDATE SKIP LOCKED) "
+	    "RETURNING scope), "
+	    "c AS (SELECT scope, count(*) AS n FROM d GROUP BY scope), "
+	    "l AS (SELECT q.scope FROM idem_quota q JOIN c USING (scope) "
+	    "ORDER BY q.scope FOR UPDATE OF q), "
+	    "u AS (UPDATE idem_quota q SET n = greatest(q.n - c.n, 0) "
+	    "FROM c WHERE q.scope = c.scope AND q.scope IN "
+	    "(SELECT scope FROM l)) "
+	    "SELECT count(*) FROM d", &a, &res)) != IDEM_OK)
 		return rc;
-	*purged = strtoul(PQcmdTuples(res), NULL, 10);
+	*purged = (size_t)pg_get_u64(res, 0, 0);
 	PQclear(res);
 	return IDEM_OK;
 }
@@ -235,33 +306,43 @@ pg_lock(struct pgconn *pc, uint64_t h)
 	return pg_run(pc, "SELECT pg_advisory_xact_lock($1::bigint)", &a);
 }
 
+/*
+ * Adds delta to the count of scope's records and reads the result into
+ * *n (may be NULL).  The count's row is created when missing and stays
+ * locked to the commit: the claims of one scope's new keys take turns
+ * here, so two of them cannot both take its last place.  The count
+ * never goes below 0.
+ */
 static int
-pg_scope_count(struct pgconn *pc, const char *scope, uint64_t max,
-    uint64_t *n)
+pg_quota_add(struct pgconn *pc, const char *scope, int delta, uint64_t *n)
 {
 	struct pgargs a = { 0 };
 	PGresult *res;
 	int rc;
 
 	pg_arg_bytes(&a, scope, strlen(scope));
-	pg_arg_u64(&a, max);
-	if ((rc = pg_exec(pc, "SELECT count(*) FROM (SELECT 1 FROM idem_keys "
-	    "WHERE scope = $1 LIMIT $2) t", &a, &res)) != IDEM_OK)
+	pg_arg_str(&a, delta > 0 ? "1" : delta < 0 ? "-1" : "0");
+	if ((rc = pg_exec(pc, "INSERT INTO idem_quota AS q (scope, n) "
+	    "VALUES ($1, greatest($2::bigint, 0)) ON CONFLICT (scope) DO "
+	    "UPDATE SET n = greatest(q.n + $2::bigint, 0) RETURNING n", &a,
+	    &res)) != IDEM_OK)
 		return rc;
-	*n = pg_get_u64(res, 0, 0);
+	if (n != NULL)
+		*n = pg_get_u64(res, 0, 0);
 	PQclear(res);
 	return IDEM_OK;
 }
 
 /*
- * IDEM_OK when the scope may hold one more record, IDEM_ELIMIT when it
- * may not (after purging what has expired, which *changed reports).  The
- * scope's claims of new keys take turns here (a transaction-scoped
- * advisory lock), so two of them cannot both take the last place; the
- * count reads at most max rows of the scope.
+ * Counts the new record a fresh claim of scope is about to write:
+ * IDEM_OK, or IDEM_ELIMIT when the scope is at its bound even after
+ * purging what has expired (which *changed reports), with the count
+ * as it was.  One statement when there is room: the count is kept in
+ * idem_quota by every write that adds or deletes a record, in the same
+ * transaction, so the check costs the same for any number of records.
  */
 static int
-pg_limit_check(struct pgstore *s, struct pgconn *pc, const char *scope,
+pg_quota_claim(struct pgstore *s, struct pgconn *pc, const char *scope,
     uint64_t now_ms, uint64_t ttl_ms, uint32_t *retry_after, int *changed)
 {
 	PGresult *res;
@@ -269,19 +350,19 @@ pg_limit_check(struct pgstore *s, struct pgconn *pc, const char *scope,
 	size_t purged = 0;
 	int rc;
 
-	if ((rc = pg_lock(pc, pg_lock_hash('s', scope, NULL, 0))) != IDEM_OK ||
-	    (rc = pg_scope_count(pc, scope, s->max_keys, &n)) != IDEM_OK)
+	if ((rc = pg_quota_add(pc, scope, 1, &n)) != IDEM_OK)
 		return rc;
-	if (n < s->max_keys)
+	if (s->max_keys == 0 || n <= s->max_keys)
 		return IDEM_OK;
 	if ((rc = pg_purge_tx(pc, now_ms, PG_LIMIT_PURGE, &purged)) !=
 	    IDEM_OK ||
-	    (rc = pg_scope_count(pc, scope, s->max_keys, &n)) != IDEM_OK)
+	    (rc = pg_quota_add(pc, scope, 0, &n)) != IDEM_OK)
 		return rc;
 	*changed = purged > 0;
-	if (n < s->max_keys)
+	if (n <= s->max_keys)
 		return IDEM_OK;
-	if ((rc = pg_exec(pc, "SELECT purge_at FROM idem_keys WHERE purge_at "
+	if ((rc = pg_quota_add(pc, scope, -1, NULL)) != IDEM_OK ||
+	    (rc = pg_exec(pc, "SELECT purge_at FROM idem_keys WHERE purge_at "
 	    "IS NOT NULL ORDER BY purge_at LIMIT 1", NULL, &res)) != IDEM_OK)
 		return rc;
 	if (PQntuples(res) == 1) {
@@ -334,8 +415,8 @@ pg_claim_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
 		return IDEM_EFULL;
 	switch (out->decision) {
 	case ENGINE_CLAIM:
-		if (!found && s->max_keys > 0 &&
-		    (rc = pg_limit_check(s, pc, a->scope, a->now_ms, a->ttl_ms,
+		if (!found &&
+		    (rc = pg_quota_claim(s, pc, a->scope, a->now_ms, a->ttl_ms,
 		    &out->retry_after, &purged)) != IDEM_OK) {
 			*commit = rc == IDEM_ELIMIT && purged;
 			return rc;
@@ -547,13 +628,20 @@ pg_release_op(struct pgstore *s, struct pgconn *pc, struct pg_own_job *a,
 	int rc;
 
 	(void)cur;
-	if (a->hook != NULL &&
-	    (rc = pg_run_hook(s, pc, a->hook, a->hook_ctx, NULL)) != IDEM_OK)
-		return rc;
+	/*
+	 * The record's count before the hook's rows: every write takes its
+	 * locks in one order (record, count, rows), so none waits in a
+	 * circle.
+	 */
 	pg_arg_bytes(&args, a->scope, strlen(a->scope));
 	pg_arg_bytes(&args, a->key, strlen(a->key));
-	return pg_run(pc, "DELETE FROM idem_keys WHERE scope = $1 AND "
-	    "key = $2", &args);
+	if ((rc = pg_run(pc, "DELETE FROM idem_keys WHERE scope = $1 AND "
+	    "key = $2", &args)) != IDEM_OK ||
+	    (rc = pg_quota_add(pc, a->scope, -1, NULL)) != IDEM_OK)
+		return rc;
+	if (a->hook != NULL)
+		rc = pg_run_hook(s, pc, a->hook, a->hook_ctx, NULL);
+	return rc;
 }
 
 int
@@ -695,7 +783,6 @@ pg_insert_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
 	PGresult *res;
 	int rc;
 
-	(void)s;
 	(void)commit;
 	if (a->existing != NULL)
 		a->existing->len = a->existing_len;
@@ -707,8 +794,12 @@ pg_insert_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
 		return rc;
 	rc = strcmp(PQcmdTuples(res), "1") == 0 ? IDEM_OK : IDEM_EEXIST;
 	PQclear(res);
-	if (rc == IDEM_OK)
-		return rc;
+	if (rc == IDEM_OK) {
+		long long delta[IDEM_MAX_TABLES] = { 0 };
+
+		delta[pg_table_index(s, a->table)] = 1;
+		return pg_counts_apply(s, pc, delta);
+	}
 	/* The row that was there first: it is visible to this statement. */
 	if ((rc = pg_row_read(pc, a->table, a->key, a->keylen, 0, &res)) ==
 	    IDEM_ENOTFOUND)
@@ -739,17 +830,84 @@ pg_insert_once(struct store *base, const char *table, const void *key,
 	return pg_write(s, pg_insert_run, &a);
 }
 
+/*
+ * One row of a walk (pg_cursor): IDEM_OK to go on, with *stop set when
+ * the caller's function asked to stop; any other value ends the walk
+ * with it.
+ */
+typedef int (*pg_row_fn)(void *ctx, const PGresult *res, int row,
+    int *stop);
+
+/*
+ * Runs sql (a SELECT with a's parameters) through a server-side cursor
+ * in one read-only REPEATABLE READ transaction, so that the walk sees
+ * one snapshot, as LMDB's read transaction does, while this process
+ * holds at most PG_WALK_BATCH rows at a time however many there are.
+ * The connection is held until the walk ends: fn may call the store (it
+ * takes another connection of the pool), not walk it PG_POOL_MAX deep.
+ */
+static int
+pg_cursor(struct pgstore *s, const char *sql, struct pgargs *a,
+    pg_row_fn fn, void *ctx)
+{
+	char declare[512];
+	struct pgconn *pc;
+	PGresult *res;
+	int rc, i, n, stop = 0;
+
+	if ((size_t)snprintf(declare, sizeof(declare), "DECLARE idem_walk "
+	    "NO SCROLL CURSOR FOR %s", sql) >= sizeof(declare))
+		return IDEM_EINVAL;
+	if ((rc = pg_acquire(s, &pc)) != IDEM_OK)
+		return rc;
+	if ((rc = pg_run(pc, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+	    NULL)) != IDEM_OK)
+		goto out;
+	rc = pg_run(pc, declare, a);
+	while (rc == IDEM_OK && !stop) {
+		if ((rc = pg_exec(pc, "FETCH " PG_STR(PG_WALK_BATCH) " FROM "
+		    "idem_walk", NULL, &res)) != IDEM_OK)
+			break;
+		n = PQntuples(res);
+		for (i = 0; i < n && rc == IDEM_OK && !stop; i++)
+			rc = fn(ctx, res, i, &stop);
+		PQclear(res);
+		if (n < PG_WALK_BATCH)
+			break;
+	}
+	/* The end of the transaction closes the cursor. */
+	if (pg_run(pc, rc == IDEM_OK ? "COMMIT" : "ROLLBACK", NULL) !=
+	    IDEM_OK && rc == IDEM_OK)
+		rc = IDEM_EIO;
+out:
+	pg_release(s, pc);
+	return rc == PG_RETRY ? IDEM_EIO : rc;
+}
+
+struct pg_scan_walk {
+	store_scan_fn fn;
+	void *ctx;
+};
+
+static int
+pg_scan_row(void *ctx, const PGresult *res, int i, int *stop)
+{
+	struct pg_scan_walk *w = ctx;
+
+	*stop = w->fn(w->ctx, PQgetvalue(res, i, 0), (size_t)PQgetlength(res,
+	    i, 0), PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1)) != 0;
+	return IDEM_OK;
+}
+
 int
 pg_scan(struct store *base, const char *table, const void *prefix,
     size_t prefixlen, int reverse, size_t limit, store_scan_fn fn, void *ctx)
 {
 	struct pgstore *s = pgstore_of(base);
+	struct pg_scan_walk w = { fn, ctx };
 	uint8_t succ[PG_ROW_KEY_MAX];
 	struct pgargs a = { 0 };
-	struct pgconn *pc;
-	PGresult *res;
 	size_t n = prefixlen;
-	int rc, i;
 
 	if (!pg_table_ok(s, table) || fn == NULL ||
 	    (prefixlen > 0 && prefix == NULL))
@@ -773,65 +931,53 @@ pg_scan(struct store *base, const char *table, const void *prefix,
 	else
 		pg_arg_null(&a);
 	pg_arg_u64(&a, limit > 0 ? limit : INT64_MAX);
-	if ((rc = pg_acquire(s, &pc)) != IDEM_OK)
-		return rc;
-	rc = pg_exec(pc, reverse ?
+	return pg_cursor(s, reverse ?
 	    "SELECT k, v FROM idem_rows WHERE tbl = $1 AND k >= $2 AND "
 	    "($3::bytea IS NULL OR k < $3) ORDER BY k DESC LIMIT $4" :
 	    "SELECT k, v FROM idem_rows WHERE tbl = $1 AND k >= $2 AND "
-	    "($3::bytea IS NULL OR k < $3) ORDER BY k LIMIT $4", &a, &res);
-	pg_release(s, pc);
-	if (rc != IDEM_OK)
-		return rc;
-	for (i = 0; i < PQntuples(res); i++)
-		if (fn(ctx, PQgetvalue(res, i, 0), (size_t)PQgetlength(res, i,
-		    0), PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i,
-		    1)) != 0)
-			break;
-	PQclear(res);
-	return IDEM_OK;
+	    "($3::bytea IS NULL OR k < $3) ORDER BY k LIMIT $4", &a,
+	    pg_scan_row, &w);
+}
+
+struct pg_each_walk {
+	store_each_fn fn;
+	void *ctx;
+};
+
+static int
+pg_each_row(void *ctx, const PGresult *res, int i, int *stop)
+{
+	struct pg_each_walk *w = ctx;
+	struct rec r;
+	char *scope, *key;
+	int rc, slen, klen;
+
+	slen = PQgetlength(res, i, 0);
+	klen = PQgetlength(res, i, 1);
+	if ((scope = malloc((size_t)slen + (size_t)klen + 2)) == NULL)
+		return IDEM_ENOMEM;
+	key = scope + slen + 1;
+	memcpy(scope, PQgetvalue(res, i, 0), (size_t)slen);
+	scope[slen] = '\0';
+	memcpy(key, PQgetvalue(res, i, 1), (size_t)klen);
+	key[klen] = '\0';
+	if ((rc = rec_decode(PQgetvalue(res, i, 2),
+	    (size_t)PQgetlength(res, i, 2), &r)) == IDEM_OK) {
+		*stop = w->fn(w->ctx, scope, key, &r) != 0;
+		rec_free(&r);
+	}
+	free(scope);
+	return rc;
 }
 
 static int
 pg_walk(struct store *base, const char *sql, store_each_fn fn, void *ctx)
 {
-	struct pgstore *s = pgstore_of(base);
-	struct pgconn *pc;
-	PGresult *res;
-	struct rec r;
-	char *scope, *key;
-	int rc, i, slen, klen;
+	struct pg_each_walk w = { fn, ctx };
 
 	if (fn == NULL)
 		return IDEM_EINVAL;
-	if ((rc = pg_acquire(s, &pc)) != IDEM_OK)
-		return rc;
-	rc = pg_exec(pc, sql, NULL, &res);
-	pg_release(s, pc);
-	if (rc != IDEM_OK)
-		return rc;
-	for (i = 0; i < PQntuples(res) && rc == IDEM_OK; i++) {
-		slen = PQgetlength(res, i, 0);
-		klen = PQgetlength(res, i, 1);
-		if ((scope = malloc((size_t)slen + (size_t)klen + 2)) == NULL) {
-			rc = IDEM_ENOMEM;
-			break;
-		}
-		key = scope + slen + 1;
-		memcpy(scope, PQgetvalue(res, i, 0), (size_t)slen);
-		scope[slen] = '\0';
-		memcpy(key, PQgetvalue(res, i, 1), (size_t)klen);
-		key[klen] = '\0';
-		if ((rc = rec_decode(PQgetvalue(res, i, 2),
-		    (size_t)PQgetlength(res, i, 2), &r)) == IDEM_OK) {
-			if (fn(ctx, scope, key, &r) != 0)
-				i = PQntuples(res);
-			rec_free(&r);
-		}
-		free(scope);
-	}
-	PQclear(res);
-	return rc;
+	return pg_cursor(pgstore_of(base), sql, NULL, pg_each_row, &w);
 }
 
 int
@@ -863,8 +1009,8 @@ pg_count(struct store *base, const char *table, size_t *n)
 	pg_arg_str(&a, table);
 	if ((rc = pg_acquire(s, &pc)) != IDEM_OK)
 		return rc;
-	if ((rc = pg_exec(pc, "SELECT count(*) FROM idem_rows WHERE tbl = $1",
-	    &a, &res)) == IDEM_OK) {
+	if ((rc = pg_exec(pc, "SELECT coalesce(sum(n), 0)::bigint FROM "
+	    "idem_counts WHERE tbl = $1", &a, &res)) == IDEM_OK) {
 		*n = (size_t)pg_get_u64(res, 0, 0);
 		PQclear(res);
 	}
@@ -905,7 +1051,8 @@ pg_tx_put(struct idem_tx *tx, const char *table, const void *key,
 {
 	struct pg_tx *t = tx->impl;
 	struct pgargs a = { 0 };
-	int rc;
+	PGresult *res;
+	int rc, inserted;
 
 	if (vallen > 0 && val == NULL)
 		return IDEM_EINVAL;
@@ -917,9 +1064,22 @@ pg_tx_put(struct idem_tx *tx, const char *table, const void *key,
 	pg_arg_str(&a, table);
 	pg_arg_bytes(&a, key, keylen);
 	pg_arg_bytes(&a, val, vallen);
-	return pg_run(t->pc, "INSERT INTO idem_rows (tbl, k, v) VALUES "
-	    "($1, $2, $3) ON CONFLICT (tbl, k) DO UPDATE SET v = EXCLUDED.v",
-	    &a);
+	/*
+	 * Insert, else update: which of the two it was is the table's
+	 * count.  An insert_once of the same row that has not committed
+	 * makes the insert wait for it, then do nothing.
+	 */
+	if ((rc = pg_exec(t->pc, "INSERT INTO idem_rows (tbl, k, v) VALUES "
+	    "($1, $2, $3) ON CONFLICT DO NOTHING", &a, &res)) != IDEM_OK)
+		return rc;
+	inserted = strcmp(PQcmdTuples(res), "1") == 0;
+	PQclear(res);
+	if (inserted) {
+		t->delta[pg_table_index(t->s, table)]++;
+		return IDEM_OK;
+	}
+	return pg_run(t->pc, "UPDATE idem_rows SET v = $3 WHERE tbl = $1 AND "
+	    "k = $2", &a);
 }
 
 int
@@ -942,5 +1102,7 @@ pg_tx_del(struct idem_tx *tx, const char *table, const void *key,
 		return rc;
 	rc = strcmp(PQcmdTuples(res), "0") == 0 ? IDEM_ENOTFOUND : IDEM_OK;
 	PQclear(res);
+	if (rc == IDEM_OK)
+		t->delta[pg_table_index(t->s, table)]--;
 	return rc;
 }

@@ -8,14 +8,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "app.h"
 #include "auth.h"
+#include "crypto.h"
 #include "err.h"
 #include "fault.h"
 #include "handlers.h"
 #include "idem.h"
+#include "json.h"
 #include "keyhash.h"
 #include "metrics.h"
 #include "problem.h"
@@ -187,16 +190,20 @@ app_unauthorized(const struct app *a, enum auth_status st,
 	    st == AUTH_MISSING ? "" : ", error=\"invalid_token\"");
 }
 
+/* On success the account is also noted for the request's log line. */
 static int
-app_authenticate(struct app *a, const struct request *req,
-    char principal[AUTH_PRINCIPAL_MAX + 1], struct response *resp)
+app_authenticate(struct app *a, struct pay_note *note,
+    const struct request *req, char principal[AUTH_PRINCIPAL_MAX + 1],
+    struct response *resp)
 {
 	enum auth_status st;
 
 	st = auth_principal(a->keys, a->cfg.auth_mode, req->remote_user,
 	    req->authorization, principal);
-	if (st == AUTH_OK)
+	if (st == AUTH_OK) {
+		snprintf(note->account, sizeof(note->account), "%s", principal);
 		return 0;
+	}
 	app_unauthorized(a, st, resp);
 	return -1;
 }
@@ -267,7 +274,7 @@ app_route(struct app *a, struct pay_note *note, enum req_status st,
 	if (strcmp(p, "/metrics") == 0) {
 		if (!get)
 			app_method_not_allowed(resp, "GET, HEAD");
-		else if (app_authenticate(a, req, principal, resp) == 0 &&
+		else if (app_authenticate(a, note, req, principal, resp) == 0 &&
 		    app_authorize(a, principal, 1, resp) == 0) {
 			app_env(a, &env);
 			pay_metrics(&env, resp);
@@ -306,7 +313,7 @@ app_route(struct app *a, struct pay_note *note, enum req_status st,
 		app_method_not_allowed(resp, "GET, HEAD");
 		return;
 	}
-	if (app_authenticate(a, req, principal, resp) != 0 ||
+	if (app_authenticate(a, note, req, principal, resp) != 0 ||
 	    app_authorize(a, principal, 0, resp) != 0)
 		return;
 	app_env(a, &env);
@@ -387,6 +394,29 @@ app_put_num(char *p, const char *end, long long v)
 	return app_put(p, end, d);
 }
 
+/* Writes a whole log line with one write(2); see app_log. */
+static void
+app_log_write(const char *line, size_t len)
+{
+	const char *s, *end = line + len;
+	ssize_t n;
+
+	for (s = line; s < end; s += n)
+		if ((n = write(STDERR_FILENO, s, (size_t)(end - s))) < 0) {
+			if (errno != EINTR)
+				return;
+			n = 0;
+		}
+}
+
+/* What the log knows of a request besides the request and its answer. */
+struct app_log_info {
+	const struct pay_note *note;
+	const char *request_id;     /* the web server's, or one made up */
+	uint64_t now_ms;            /* when it ended (the service's clock) */
+	uint64_t us;                /* how long it took, monotonic */
+};
+
 /*
  * One line per request on stderr (the web server's error log).  The key
  * appears only as its keyhash (keyhash.h), never in the clear; every
@@ -395,14 +425,14 @@ app_put_num(char *p, const char *end, long long v)
  * lock and lines from many threads and workers never interleave.
  */
 static void
-app_log(const struct pay_note *note, const struct request *req,
-    const struct response *resp, uint64_t ms)
+app_log_text(const struct app_log_info *li, const struct request *req,
+    const struct response *resp)
 {
 	char field[4 * APP_LOG_FIELD + 4];
-	char line[3 * sizeof(field) + KEYHASH_HEX + 128];
-	const char *end = line + sizeof(line) - 1, *s;
+	char line[3 * sizeof(field) + KEYHASH_HEX + REQ_ID_MAX + 128];
+	const char *end = line + sizeof(line) - 1;
+	const struct pay_note *note = li->note;
 	char *p = line;
-	ssize_t n;
 
 	p = app_put(p, end, "idem: ");
 	p = app_put(p, end, app_log_field(req->remote_addr, field));
@@ -417,14 +447,98 @@ app_log(const struct pay_note *note, const struct request *req,
 	p = app_put(p, end, " outcome=");
 	p = app_put(p, end, note->outcome ? note->outcome : "-");
 	p = app_put(p, end, " ms=");
-	p = app_put_num(p, end, (long long)ms);
+	p = app_put_num(p, end, (long long)(li->us / 1000));
+	p = app_put(p, end, " rid=");
+	p = app_put(p, end, li->request_id);
 	*p++ = '\n';
-	for (s = line; s < p; s += n)
-		if ((n = write(STDERR_FILENO, s, (size_t)(p - s))) < 0) {
-			if (errno != EINTR)
-				return;
-			n = 0;
-		}
+	app_log_write(line, (size_t)(p - line));
+}
+
+/* A member whose value is s, or null when s is NULL or empty. */
+static void
+app_json_member(struct json_writer *w, const char *name, const char *s)
+{
+	json_write_name(w, name);
+	if (s == NULL || *s == '\0')
+		json_write_raw(w, "null", 4);
+	else
+		json_write_str(w, s);
+}
+
+/*
+ * The same as one JSON object a line (IDEM_LOG=json), for log shippers:
+ * the fields taken from the request are escaped as in the text line
+ * first, so the line is ASCII and valid JSON whatever bytes the request
+ * held.  The names are listed in idem-fcgi(8).
+ */
+static void
+app_log_json(const struct app_log_info *li, const struct request *req,
+    const struct response *resp)
+{
+	char field[4 * APP_LOG_FIELD + 4], when[64], ms[32];
+	const struct pay_note *note = li->note;
+	struct buf out = BUF_INIT;
+	struct json_writer w;
+
+	pay_time(li->now_ms, when);
+	snprintf(ms, sizeof(ms), "%llu.%03llu",
+	    (unsigned long long)(li->us / 1000),
+	    (unsigned long long)(li->us % 1000));
+	json_write_init(&w, &out);
+	json_write_open(&w, '{');
+	app_json_member(&w, "time", when);
+	app_json_member(&w, "request_id", li->request_id);
+	app_json_member(&w, "remote", app_log_field(req->remote_addr, field));
+	app_json_member(&w, "method", app_log_field(req->method, field));
+	app_json_member(&w, "path", app_log_field(req->path, field));
+	json_write_name(&w, "status");
+	json_write_int(&w, resp->status);
+	app_json_member(&w, "outcome", note->outcome);
+	app_json_member(&w, "account", note->account);
+	app_json_member(&w, "key", note->keyhash);
+	json_write_name(&w, "latency_ms");
+	json_write_raw(&w, ms, strlen(ms));
+	json_write_close(&w, '}');
+	if (json_write_done(&w) == IDEM_OK && buf_putc(&out, '\n') == IDEM_OK)
+		app_log_write(out.data, out.len);
+	buf_free(&out);
+}
+
+/* Microseconds on the monotonic clock: a request's latency. */
+static uint64_t
+app_now_us(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/*
+ * The request's line, with the web server's request id (X-Request-Id)
+ * when it sent one, so that its access log and ours can be joined;
+ * otherwise an id made up here, unique enough to tell lines apart.
+ */
+static void
+app_log(const struct app *a, const struct pay_note *note,
+    const struct request *req, const struct response *resp,
+    uint64_t start_us)
+{
+	struct app_log_info li = { note, req->request_id, clock_now_ms(),
+	    app_now_us() - start_us };
+	char made[2 * 16 + 1];
+	uint8_t rnd[16];
+
+	if (li.request_id == NULL) {
+		crypto_random(rnd, sizeof(rnd));
+		crypto_hex(rnd, sizeof(rnd), made);
+		li.request_id = made;
+	}
+	if (a->cfg.log_format == CONFIG_LOG_JSON)
+		app_log_json(&li, req, resp);
+	else
+		app_log_text(&li, req, resp);
 }
 
 static void
@@ -445,9 +559,10 @@ app_handle(void *app, enum req_status st, const struct request *req,
     struct response *resp)
 {
 	struct app *a = app;
-	struct pay_note note = { NULL, "" };
-	uint64_t start = clock_now_ms(), ms;
+	struct pay_note note;
+	uint64_t start = clock_now_ms(), start_us = app_now_us(), ms;
 
+	memset(&note, 0, sizeof(note));
 	if (st == REQ_BAD_METHOD || st == REQ_NOMEM || req->path == NULL)
 		pay_bad_request(st, &a->cfg, resp);
 	else
@@ -457,5 +572,5 @@ app_handle(void *app, enum req_status st, const struct request *req,
 	resp->head = req->method != NULL && strcmp(req->method, "HEAD") == 0;
 	ms = clock_now_ms() - start;
 	app_count(resp->status, ms);
-	app_log(&note, req, resp, ms);
+	app_log(a, &note, req, resp, start_us);
 }

@@ -119,6 +119,24 @@ config_auth(struct config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
+/* IDEM_LOG: the request log as text lines (the default) or JSON lines. */
+static int
+config_log(struct config *cfg, char *err, size_t errlen)
+{
+	const char *s = getenv("IDEM_LOG");
+
+	cfg->log_format = CONFIG_LOG_TEXT;
+	if (s == NULL || *s == '\0' || strcmp(s, "text") == 0)
+		return 0;
+	if (strcmp(s, "json") == 0) {
+		cfg->log_format = CONFIG_LOG_JSON;
+		return 0;
+	}
+	snprintf(err, errlen, "IDEM_LOG must be \"text\" or \"json\", not "
+	    "\"%s\"", s);
+	return -1;
+}
+
 int
 config_load(struct config *cfg, char *err, size_t errlen)
 {
@@ -142,7 +160,8 @@ config_load(struct config *cfg, char *err, size_t errlen)
 	    err, errlen) != 0 ||
 	    config_string("IDEM_PROBLEM_BASE", "/problems/",
 	    cfg->problem_base, sizeof(cfg->problem_base), err, errlen) != 0 ||
-	    config_auth(cfg, err, errlen) != 0)
+	    config_auth(cfg, err, errlen) != 0 ||
+	    config_log(cfg, err, errlen) != 0)
 		return -1;
 	if (cfg->store[0] != '\0' && !store_pg_uri(cfg->store)) {
 		snprintf(err, errlen, "IDEM_STORE must be a postgresql:// URI");

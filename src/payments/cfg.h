@@ -28,6 +28,7 @@
  *   IDEM_PROBLEM_BASE         problem type URI base    /problems/
  *   IDEM_AUTH                 bearer | remote-user     bearer
  *   IDEM_METRICS_ACCOUNT      who may read /metrics    metrics
+ *   IDEM_LOG                  text | json              text
  */
 #ifndef PAY_CFG_H
 #define PAY_CFG_H
@@ -39,6 +40,13 @@
 #include "auth.h"
 #include "idem.h"
 #include "provider.h"
+
+/* The form of the request log (IDEM_LOG): one line of each per request. */
+enum config_log {
+	CONFIG_LOG_TEXT,
+	CONFIG_LOG_JSON,
+	CONFIG_LOG__MAX
+};
 
 struct config {
 	char db_dir[PATH_MAX];
@@ -65,6 +73,7 @@ struct config {
 	char problem_base[256];
 	enum auth_mode auth_mode;
 	char metrics_account[AUTH_PRINCIPAL_MAX + 1];
+	enum config_log log_format;
 };
 
 /*

@@ -44,6 +44,7 @@ struct pay_env {
 struct pay_note {
 	const char *outcome;           /* replay, claim, ... */
 	char keyhash[KEYHASH_HEX + 1]; /* keyhash of scope and key, or "" */
+	char account[AUTH_PRINCIPAL_MAX + 1]; /* who asked, or "" */
 };
 
 /* The tables payments keeps in the store (idem_options.tables). */

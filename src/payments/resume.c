@@ -227,7 +227,7 @@ static enum keyed_end
 resume_claim(const struct pay_env *env, const struct resume_item *it,
     struct idem_call *call)
 {
-	struct pay_note note = { "resume", "" };
+	struct pay_note note;
 	const struct currency *cur;
 	struct refund_hold h;
 	struct refund_cp rcp;
@@ -237,6 +237,8 @@ resume_claim(const struct pay_env *env, const struct resume_item *it,
 	enum keyed_end end = KEYED_KEPT;
 	size_t len;
 
+	memset(&note, 0, sizeof(note));
+	note.outcome = "resume";
 	point = idem_call_point(call, &len);
 	resp_init(&resp);
 	switch (resume_kind_of(idem_call_stage(call), point, len, &pcp,

@@ -117,7 +117,7 @@ def parse_scenario(path):
                 raise ScenarioError("line %d: indented line with no directive"
                                     % lineno)
             text = raw.strip()
-            m = re.match(r"^(body|json)\s*<<\s*(\w+)$", text)
+            m = re.match(r"^(body|json|log)\s*<<\s*(\w+)$", text)
             if m:
                 indent = len(raw) - len(raw.lstrip())
                 end = m.group(2)
@@ -775,14 +775,18 @@ class Scenario:
                 raise Fail("%s: body differs from %s's: expected %r, got %r"
                            % (where, other.name, other.body, resp.body))
             return
-        m = re.match(r"^json:\s*(.*)$", text, re.S)
+        # json: the body; log: the JSON request log line on stderr.
+        m = re.match(r"^(json|log):\s*(.*)$", text, re.S)
         if m:
             try:
-                exp = load_json(m.group(1))
+                exp = load_json(m.group(2))
             except ValueError as e:
                 raise ScenarioError("%s: expected JSON does not parse: %s" %
                                     (where, e))
-            self.match_json(exp, self._json(resp, where), where + ": json $")
+            if m.group(1) == "json":
+                self.match_json(exp, self._json(resp, where), where + ": json $")
+            else:
+                self.match_json(exp, self._log_json(resp, where), where + ": log")
             return
         m = re.match(r"^problem:\s*(\S+)$", text)
         if m:
@@ -809,6 +813,23 @@ class Scenario:
         except (ValueError, UnicodeDecodeError) as e:
             raise Fail("%s: body is not JSON (%s): %r" %
                        (where, e, resp.body[:300]))
+
+    def _log_json(self, resp, where):
+        """The one JSON line of the responder's request log (IDEM_LOG=json)
+        on its stderr: ASCII, and a JSON object without duplicate names."""
+        lines = [ln for ln in resp.stderr.split(b"\n") if ln.startswith(b"{")]
+        if len(lines) != 1:
+            raise Fail("%s: expected one JSON log line on stderr, got %d: %r"
+                       % (where, len(lines), resp.stderr[-600:]))
+        try:
+            doc = load_json(lines[0].decode("ascii"))
+        except (ValueError, UnicodeDecodeError) as e:
+            raise Fail("%s: the log line is not ASCII JSON (%s): %r" %
+                       (where, e, lines[0][:300]))
+        if not isinstance(doc, dict):
+            raise Fail("%s: the log line is not an object: %r" %
+                       (where, lines[0][:300]))
+        return doc
 
     def _utf8_body(self, resp, where):
         """The body is well-formed UTF-8 (RFC 3629); a JSON body also

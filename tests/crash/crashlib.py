@@ -6,7 +6,9 @@ import concurrent.futures
 import http.client
 import os
 import re
+import secrets
 import socket
+import subprocess
 import time
 
 from lib import servers
@@ -16,9 +18,12 @@ from lib.common import (DEADLINE, HOST, REPLAY_EXEMPT, Results,
 
 
 class Conf:
-    """Settings of the run, from main(): the build directory, -v."""
+    """Settings of the run, from main(): the build directory, -v, and with
+    --store pg the throwaway PostgreSQL server (lib.pg.Postgres) whose fresh
+    databases hold the live instances' stores."""
     build = None
     verbose = False
+    pg = None
 
 
 CONF = Conf()
@@ -123,12 +128,15 @@ class LiveArgs:
         self.keep = keep
 
 
-def crash_class(server, lease, fault):
+def crash_class(server, lease, fault, store=None):
     """A subclass of the live server class whose rendered configuration gives
-    the workers IDEM_LEASE=lease and IDEM_FAULT=fault (and any sanitizer
-    options of ours).  etc/ has no placeholder for them, so the rendered copy
-    in the instance's temp directory is edited; etc/ itself is untouched."""
+    the workers IDEM_LEASE=lease and IDEM_FAULT=fault, IDEM_STORE=store when
+    given (and any sanitizer options of ours).  etc/ has no placeholder for
+    them, so the rendered copy in the instance's temp directory is edited;
+    etc/ itself is untouched."""
     extra = {"IDEM_FAULT": fault} if fault else {}
+    if store:
+        extra["IDEM_STORE"] = store
     for v in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
         if v in os.environ:
             extra[v] = os.environ[v]
@@ -167,17 +175,35 @@ def crash_class(server, lease, fault):
     raise ValueError(server)
 
 
+def fresh_pg_store():
+    """With --store pg: a fresh database of the run's server, migrated by
+    idemctl migrate; its URI and the function that drops it.  Else None."""
+    if CONF.pg is None:
+        return None, lambda: None
+    name = "idem_live_" + secrets.token_hex(6)
+    uri = CONF.pg.createdb(name)
+    p = subprocess.run([os.path.join(CONF.build, "idemctl"), "-s", uri, "migrate"],
+                       capture_output=True, timeout=DEADLINE.timeout(30))
+    if p.returncode != 0:
+        CONF.pg.dropdb(name)
+        raise RuntimeError(f"idemctl migrate: {p.stderr.decode()[-400:]}")
+    return uri, lambda: CONF.pg.dropdb(name)
+
+
 def start_instance(server, workers, lease, latency_ms, fault_fmt, keep, disarmed=()):
     """Starts one server; fault_fmt may hold {markers} (the marker directory).
     The files named in disarmed are created in it first: a killonce fault
     whose marker exists never fires, so the health checks of the start-up
     (mid_response is on every response's path) cannot spend it; the test
-    arms it by removing the marker just before its request."""
+    arms it by removing the marker just before its request.  With --store pg
+    the workers and idemctl use a fresh database (dropped by
+    cleanup_instance)."""
     # the marker path depends on the temp directory, which the constructor
     # makes: build the fault string lazily through a class attribute.
     holder = {}
+    store, drop = fresh_pg_store()
 
-    base = crash_class(server, lease, "@FAULT@" if fault_fmt else None)
+    base = crash_class(server, lease, "@FAULT@" if fault_fmt else None, store)
 
     class Inst(base):
         def configure(self):
@@ -195,7 +221,14 @@ def start_instance(server, workers, lease, latency_ms, fault_fmt, keep, disarmed
                         if "@FAULT@" in text:
                             with open(path, "w") as f:
                                 f.write(text.replace("@FAULT@", fault))
-    inst = Inst(server, CONF.build, LiveArgs(workers, latency_ms, keep))
+    try:
+        inst = Inst(server, CONF.build, LiveArgs(workers, latency_ms, keep))
+    except BaseException:
+        drop()
+        raise
+    inst.drop_store = drop
+    if store:
+        inst.idem_env["IDEM_STORE"] = store
     try:
         inst.start()
         if isinstance(inst, servers.Apache):
@@ -222,6 +255,7 @@ def cleanup_instance(inst):
     finally:
         if inst in servers.INSTANCES:
             servers.INSTANCES.remove(inst)
+        getattr(inst, "drop_store", lambda: None)()
 
 
 def worker_log_problems(inst):

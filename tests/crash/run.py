@@ -22,6 +22,14 @@ Three parts, each with "ok - crash ..." / "FAIL - crash ...: why" lines:
         sends SIGKILL to random workers (seeded RNG, seed printed); then every
         key has its 201, one charge and one payment, no key stuck, and every
         key's replay equals its 201.
+  pg    (--store pg only) a schema newer than the program: idemctl migrate
+        refuses it and changes nothing, the responder answers 503; a session
+        the server terminates while a worker stands between the statements
+        of a claim or a completion: 503, nothing half written, one charge
+        after the retries, and the worker's pool mends without a restart.
+
+With --store pg every part runs on a throwaway PostgreSQL server
+(tests/lib/pg.py): a fresh database per CGI case and per live server.
 
 The matrices and figures are printed; the last line is
 "crash: N passed, M failed" and the exit status is 0 iff M == 0.  Python 3
@@ -45,6 +53,7 @@ from part_cgi import part_cgi  # noqa: E402
 from lib import pg  # noqa: E402
 from part_live import part_live, pick_server  # noqa: E402
 from part_load import part_load  # noqa: E402
+from part_pg import part_pg  # noqa: E402
 
 
 # ---------------------------------------------------------------- main
@@ -54,7 +63,7 @@ from part_load import part_load  # noqa: E402
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", required=True, help="build directory (fault points on)")
-    ap.add_argument("--only", action="append", choices=("cgi", "live", "load"),
+    ap.add_argument("--only", action="append", choices=("cgi", "live", "load", "pg"),
                     help="part to run (repeatable; default: all)")
     ap.add_argument("--server", choices=("lighttpd-spawn", "apache"),
                     help="live server (default: lighttpd-spawn, else apache)")
@@ -68,9 +77,9 @@ def main():
     ap.add_argument("--deadline", type=float, default=230, help="whole run, seconds")
     ap.add_argument("--keep", action="store_true", help="keep temp dirs of failures")
     ap.add_argument("--store", choices=("lmdb", "pg"), default="lmdb",
-                    help="idempotency store of the CGI matrix: lmdb (default) or pg, "
-                    "a throwaway PostgreSQL server (tests/lib/pg.py), a fresh database "
-                    "per case (pg runs the CGI part only)")
+                    help="idempotency store: lmdb (default) or pg, a throwaway "
+                    "PostgreSQL server (tests/lib/pg.py), a fresh database per CGI "
+                    "case and per live instance")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     DEADLINE.reset(args.deadline)
@@ -79,13 +88,14 @@ def main():
     parts = args.only or ["cgi", "live", "load"]
     suite = "crash"
     if args.store == "pg":
-        suite, parts = "crash-pg", ["cgi"]
+        suite = "crash-pg"
+        parts = args.only or ["cgi", "live", "load", "pg"]
         if not pg.available():
             print("FAIL - crash setup: no PostgreSQL server installed")
             print(f"{suite}: 0 passed, 1 failed")
             return 1
-        part_cgi_module.PG = pg.Postgres().start()
-        atexit.register(part_cgi_module.PG.stop)
+        CONF.pg = part_cgi_module.PG = pg.Postgres().start()
+        atexit.register(CONF.pg.stop)
     if args.workers < 4:
         ap.error("--workers must be >= 4")
 
@@ -103,7 +113,7 @@ def main():
     try:
         if "cgi" in parts:
             part_cgi(args)
-        if "live" in parts or "load" in parts:
+        if "live" in parts or "load" in parts or ("pg" in parts and CONF.pg):
             become_subreaper()
             t0 = time.monotonic()
             server, why = pick_server(args)
@@ -116,6 +126,8 @@ def main():
                 note(f"live server: {server} (probe {time.monotonic() - t0:.1f} s)")
                 if "live" in parts:
                     part_live(args, server)
+                if "pg" in parts and CONF.pg:
+                    part_pg(args, server)
                 if "load" in parts:
                     if DEADLINE.left() < 30:
                         RESULTS.fail(f"load {server}", "global deadline too close")

@@ -1,9 +1,11 @@
 /*
  * libFuzzer target: the request edge.  The input is split at NUL bytes
  * into CGI meta-variable values (method, path, query, content type,
- * content length, idempotency key, authorization) and a body; the request
- * is read as the responder reads it, then the key and the body go through
- * their parsers and the fingerprint, as POST /payments does.
+ * content length, idempotency key, authorization, request id) and a body;
+ * the request is read as the responder reads it, then the key and the
+ * body go through their parsers and the fingerprint, as POST /payments
+ * does.  A request id that was kept must be one the log can quote as it
+ * is (request.h).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -19,11 +21,12 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 enum { F_METHOD, F_SCRIPT, F_PATH, F_QUERY, F_CTYPE, F_LENGTH, F_KEY,
-	F_AUTH, F__MAX };
+	F_AUTH, F_RID, F__MAX };
 
 static const char *const fuzz_names[F__MAX] = { "REQUEST_METHOD",
 	"SCRIPT_NAME", "PATH_INFO", "QUERY_STRING", "CONTENT_TYPE",
-	"CONTENT_LENGTH", "HTTP_IDEMPOTENCY_KEY", "HTTP_AUTHORIZATION" };
+	"CONTENT_LENGTH", "HTTP_IDEMPOTENCY_KEY", "HTTP_AUTHORIZATION",
+	"HTTP_X_REQUEST_ID" };
 
 struct fuzz_req {
 	char *vals[F__MAX];
@@ -56,6 +59,21 @@ fuzz_read(void *ctx, void *buf, size_t len)
 	return (long)len;
 }
 
+/* What request.h promises of a kept X-Request-Id. */
+static int
+fuzz_id_ok(const char *id)
+{
+	size_t n = strlen(id), i;
+
+	if (n == 0 || n > REQ_ID_MAX)
+		return 0;
+	for (i = 0; i < n; i++)
+		if ((unsigned char)id[i] <= ' ' || (unsigned char)id[i] >= 0x7f ||
+		    id[i] == '"' || id[i] == '\\')
+			return 0;
+	return 1;
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -80,6 +98,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	f.left = size;
 	if (req_read(&r, fuzz_param, &f, fuzz_read, &f, 4096, "/api") ==
 	    REQ_OK) {
+		if (r.request_id != NULL && !fuzz_id_ok(r.request_id))
+			abort();
 		(void)key_parse(r.idempotency_key, key, &keylen);
 		(void)req_is_json(r.content_type);
 		if (json_parse(r.body.data, r.body.len, &doc, err,

@@ -5,7 +5,8 @@ directory and a free port, no TCP listener and no system service.  initdb
 refuses to run as root, so as root the cluster belongs to the
 "postgres" system user (runuser -u postgres).
 
-As a module: Postgres().start(), .createdb(name), .uri(name), .stop().
+As a module: Postgres().start(), .createdb(name), .uri(name), .psql(sql,
+db), .query(sql, db) (the rows, as lists of text), .stop().
 As a program:
 
   python3 tests/lib/pg.py run [--suite NAME] -- CMD [ARGS...]...
@@ -111,6 +112,14 @@ class Postgres:
         subprocess.run([os.path.join(self.bin, "psql"), "-q", "-X",
                         "-v", "ON_ERROR_STOP=1", "-d", self.uri(db),
                         "-c", sql], check=True, stdout=subprocess.DEVNULL)
+
+    def query(self, sql, db="postgres"):
+        """The rows sql returns, each a list of its columns as text."""
+        p = subprocess.run([os.path.join(self.bin, "psql"), "-q", "-X", "-At",
+                            "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d",
+                            self.uri(db), "-c", sql], check=True,
+                           capture_output=True, text=True)
+        return [l.split("\t") for l in p.stdout.splitlines()]
 
     def createdb(self, name):
         self.psql('CREATE DATABASE "%s"' % name)

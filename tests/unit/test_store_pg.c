@@ -1,0 +1,498 @@
+/*
+ * test_store_pg.c: what only the PostgreSQL backend has to show, on the
+ * database IDEM_TEST_PG names (tests/lib/pg.py; without it, no test):
+ * walks through server-side cursors in batches (more rows than one
+ * batch, in order, complete; a callback that stops early), the counts
+ * kept beside the rows (a scope's records under its bound, exactly,
+ * with many threads claiming at once; a table's rows), and the
+ * migration that starts those counts from what is stored.
+ *
+ * The test reads the database itself through libpq to set up many rows
+ * at once and to compare the kept counts with count(*).
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "crypto.h"
+#include "engine.h"
+#include "err.h"
+#include "idem.h"
+#include "record.h"
+#include "store.h"
+#include "store_pg.h"
+
+#include "harness.h"
+
+#define T0 1700000000000ULL
+#define LEASE 30000ULL
+#define TTL 86400000ULL
+/* More rows than two batches and a part of one. */
+#define MANY (2 * PG_WALK_BATCH + 37)
+
+static const char *const tables[] = { "payments", "by_account", NULL };
+static uint8_t fp_a[FP_SIZE];
+
+static int
+suite_init(void)
+{
+	if (crypto_init() != IDEM_OK)
+		return -1;
+	memset(fp_a, 0x11, sizeof(fp_a));
+	return 0;
+}
+
+/* The test's database, emptied first when fresh is set. */
+static struct store *
+open_store(uint64_t max_keys, int fresh)
+{
+	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL };
+	struct store *s = NULL;
+
+	cfg.dir = harness_store(NULL, fresh);
+	cfg.max_keys_per_scope = max_keys;
+	if (store_open(&cfg, &s) != IDEM_OK)
+		return NULL;
+	return s;
+}
+
+/* Runs sql on the test's database; the first column of the first row. */
+static long long
+sql(const char *q)
+{
+	PGconn *c = PQconnectdb(getenv("IDEM_TEST_PG"));
+	PGresult *r;
+	long long v = -1;
+
+	if (PQstatus(c) != CONNECTION_OK) {
+		fprintf(stderr, "  connect: %s", PQerrorMessage(c));
+		PQfinish(c);
+		return -1;
+	}
+	r = PQexec(c, q);
+	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0)
+		v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	else if (PQresultStatus(r) == PGRES_COMMAND_OK)
+		v = 0;
+	else
+		fprintf(stderr, "  %s: %s", q, PQresultErrorMessage(r));
+	PQclear(r);
+	PQfinish(c);
+	return v;
+}
+
+static int
+claim(struct store *s, const char *scope, const char *key, int token,
+    uint64_t now)
+{
+	struct store_claim c;
+	uint8_t t[REC_TOKEN_SIZE];
+	int rc;
+
+	memset(t, token, sizeof(t));
+	if ((rc = store_claim(s, scope, key, fp_a, t, now, LEASE, TTL, NULL,
+	    &c)) != IDEM_OK)
+		return -rc;
+	rec_free(&c.rec);
+	return (int)c.decision;
+}
+
+/* What a walk saw: how many, whether in order, and where it stopped. */
+struct seen {
+	size_t n, stop_at;
+	int out_of_order;
+	char last[64];
+	int reverse;
+};
+
+static int
+seen_key(struct seen *w, const char *k, size_t klen)
+{
+	char cur[64];
+	int cmp;
+
+	snprintf(cur, sizeof(cur), "%.*s", (int)klen, k);
+	if (w->n > 0) {
+		cmp = strcmp(w->last, cur);
+		if (w->reverse ? cmp <= 0 : cmp >= 0)
+			w->out_of_order++;
+	}
+	snprintf(w->last, sizeof(w->last), "%s", cur);
+	w->n++;
+	return w->stop_at != 0 && w->n == w->stop_at;
+}
+
+static int
+seen_rec(void *ctx, const char *scope, const char *key, const struct rec *r)
+{
+	char both[64];
+
+	(void)r;
+	snprintf(both, sizeof(both), "%s/%s", scope, key);
+	return seen_key(ctx, both, strlen(both));
+}
+
+static int
+seen_row(void *ctx, const void *key, size_t keylen, const void *val,
+    size_t vallen)
+{
+	(void)val;
+	(void)vallen;
+	return seen_key(ctx, key, keylen);
+}
+
+/*
+ * MANY records (MANY - 37 of them pending) copied from one claim by SQL,
+ * and MANY payments rows with the prefix "p", between rows outside it.
+ */
+static void
+fill(struct store *s)
+{
+	char q[512];
+
+	HARNESS_EQ(claim(s, "acct", "k", 1, T0), ENGINE_CLAIM);
+	snprintf(q, sizeof(q), "INSERT INTO idem_keys (scope, key, rec, "
+	    "purge_at) SELECT scope, convert_to('k' || lpad(g::text, 5, '0'), "
+	    "'UTF8'), rec, CASE WHEN g > 37 THEN purge_at END FROM "
+	    "idem_keys, generate_series(1, %d) g", MANY - 1);
+	HARNESS_EQ(sql(q), 0);
+	snprintf(q, sizeof(q), "INSERT INTO idem_rows (tbl, k, v) SELECT "
+	    "'payments', convert_to(p || lpad(g::text, 5, '0'), 'UTF8'), "
+	    "'\\x00' FROM generate_series(1, %d) g, (VALUES ('o'), ('p'), "
+	    "('q')) t(p) WHERE p = 'p' OR g < 3", MANY);
+	HARNESS_EQ(sql(q), 0);
+}
+
+static void
+test_walk_batches(void)
+{
+	struct store *s = open_store(0, 1);
+	struct seen w;
+	char last[16];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	fill(s);
+	memset(&w, 0, sizeof(w));
+	HARNESS_EQ(store_each(s, seen_rec, &w), IDEM_OK);
+	HARNESS_EQ(w.n, MANY);
+	HARNESS_EQ(w.out_of_order, 0);
+	memset(&w, 0, sizeof(w));
+	HARNESS_EQ(store_each_pending(s, seen_rec, &w), IDEM_OK);
+	HARNESS_EQ(w.n, 37);
+	HARNESS_EQ(w.out_of_order, 0);
+	memset(&w, 0, sizeof(w));
+	HARNESS_EQ(store_scan(s, "payments", "p", 1, 0, 0, seen_row, &w),
+	    IDEM_OK);
+	HARNESS_EQ(w.n, MANY);
+	HARNESS_EQ(w.out_of_order, 0);
+	snprintf(last, sizeof(last), "p%05d", MANY);
+	CU_ASSERT_STRING_EQUAL(w.last, last);
+	memset(&w, 0, sizeof(w));
+	w.reverse = 1;
+	HARNESS_EQ(store_scan(s, "payments", "p", 1, 1, 0, seen_row, &w),
+	    IDEM_OK);
+	HARNESS_EQ(w.n, MANY);
+	HARNESS_EQ(w.out_of_order, 0);
+	CU_ASSERT_STRING_EQUAL(w.last, "p00001");
+	memset(&w, 0, sizeof(w));
+	HARNESS_EQ(store_scan(s, "payments", "p", 1, 0, PG_WALK_BATCH + 1,
+	    seen_row, &w), IDEM_OK);
+	HARNESS_EQ(w.n, PG_WALK_BATCH + 1);
+	memset(&w, 0, sizeof(w));
+	HARNESS_EQ(store_scan(s, "payments", NULL, 0, 0, 0, seen_row, &w),
+	    IDEM_OK);
+	HARNESS_EQ(w.n, MANY + 4);
+	store_close(s);
+}
+
+/*
+ * A callback that stops past the first batch ends the walk there, and
+ * the walk gives its connection back: more walks than the pool holds,
+ * then a write, all go through.
+ */
+static void
+test_walk_stops_early(void)
+{
+	struct store *s = open_store(0, 1);
+	struct seen w;
+	int i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	fill(s);
+	for (i = 0; i < 2 * PG_POOL_MAX; i++) {
+		memset(&w, 0, sizeof(w));
+		w.stop_at = PG_WALK_BATCH + 10;
+		w.reverse = i % 4 == 1;
+		if (i % 2 == 0)
+			HARNESS_EQ(store_each(s, seen_rec, &w), IDEM_OK);
+		else
+			HARNESS_EQ(store_scan(s, "payments", "p", 1, i % 4 == 1,
+			    0, seen_row, &w), IDEM_OK);
+		HARNESS_EQ(w.n, PG_WALK_BATCH + 10);
+		HARNESS_EQ(w.out_of_order, 0);
+	}
+	HARNESS_EQ(claim(s, "acct", "after", 1, T0), ENGINE_CLAIM);
+	store_close(s);
+}
+
+/* Many threads claim new keys of one scope at once, against its bound. */
+#define BOUND 24
+#define THREADS 8
+#define TRIES 12
+
+struct claimer {
+	pthread_t tid;
+	struct store *s;
+	int id, ok, limited, other;
+};
+
+static void *
+claimer_main(void *arg)
+{
+	struct claimer *c = arg;
+	char key[32];
+	int i, d;
+
+	for (i = 0; i < TRIES; i++) {
+		snprintf(key, sizeof(key), "t%d-%d", c->id, i);
+		d = claim(c->s, "greedy", key, c->id + 1, T0 + (uint64_t)i);
+		if (d == ENGINE_CLAIM)
+			c->ok++;
+		else if (d == -IDEM_ELIMIT)
+			c->limited++;
+		else
+			c->other++;
+	}
+	return NULL;
+}
+
+static int
+claim_all(struct store *s)
+{
+	struct claimer c[THREADS];
+	int i, ok = 0, limited = 0, other = 0;
+
+	for (i = 0; i < THREADS; i++) {
+		memset(&c[i], 0, sizeof(c[i]));
+		c[i].s = s;
+		c[i].id = i;
+		CU_ASSERT_FATAL(pthread_create(&c[i].tid, NULL, claimer_main,
+		    &c[i]) == 0);
+	}
+	for (i = 0; i < THREADS; i++) {
+		pthread_join(c[i].tid, NULL);
+		ok += c[i].ok;
+		limited += c[i].limited;
+		other += c[i].other;
+	}
+	HARNESS_EQ(other, 0);
+	HARNESS_EQ(ok + limited, THREADS * TRIES);
+	return ok;
+}
+
+/*
+ * The bound holds exactly under concurrency: of THREADS * TRIES new keys
+ * claimed at once, exactly BOUND are claimed; the kept count is the
+ * records' count through releases and purges, and a scope's count does
+ * not depend on another's.
+ */
+static void
+test_quota_concurrent(void)
+{
+	struct store *s = open_store(BOUND, 1);
+	uint8_t t[REC_TOKEN_SIZE];
+	size_t purged;
+	char key[32];
+	int i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	HARNESS_EQ(claim(s, "other", "o1", 1, T0), ENGINE_CLAIM);
+	HARNESS_EQ(claim_all(s), BOUND);
+	HARNESS_EQ(sql("SELECT count(*) FROM idem_keys WHERE scope = "
+	    "'greedy'"), BOUND);
+	HARNESS_EQ(sql("SELECT n FROM idem_quota WHERE scope = 'greedy'"),
+	    BOUND);
+	HARNESS_EQ(sql("SELECT n FROM idem_quota WHERE scope = 'other'"), 1);
+	/* One released (the first claimed key found): one more goes in. */
+	for (i = 0; i < THREADS * TRIES; i++) {
+		snprintf(key, sizeof(key), "t%d-%d", i / TRIES, i % TRIES);
+		if (claim(s, "greedy", key, 1, T0) == ENGINE_CONFLICT)
+			break;
+	}
+	memset(t, i / TRIES + 1, sizeof(t));
+	HARNESS_EQ(store_release(s, "greedy", key, t, NULL, NULL), IDEM_OK);
+	HARNESS_EQ(sql("SELECT n FROM idem_quota WHERE scope = 'greedy'"),
+	    BOUND - 1);
+	HARNESS_EQ(claim(s, "greedy", "x1", 9, T0), ENGINE_CLAIM);
+	HARNESS_EQ(claim(s, "greedy", "x2", 9, T0), -IDEM_ELIMIT);
+	/*
+	 * After the TTL everything may go: purge takes the records off the
+	 * count, and the threads again get exactly the bound.
+	 */
+	HARNESS_EQ(store_purge(s, T0 + TTL + LEASE, 1000, &purged), IDEM_OK);
+	HARNESS_EQ(purged, BOUND + 1);
+	HARNESS_EQ(sql("SELECT n FROM idem_quota WHERE scope = 'greedy'"), 0);
+	HARNESS_EQ(sql("SELECT n FROM idem_quota WHERE scope = 'other'"), 0);
+	HARNESS_EQ(claim_all(s), BOUND);
+	HARNESS_EQ(sql("SELECT count(*) FROM idem_keys WHERE scope = "
+	    "'greedy'"), BOUND);
+	store_close(s);
+}
+
+/* A hook's rows: put, update, delete. */
+struct rows_job {
+	int id;
+};
+
+static int
+rows_hook(void *ctx, struct idem_tx *tx)
+{
+	const struct rows_job *j = ctx;
+	char k[32];
+	int i, rc;
+
+	for (i = 0; i < 6; i++) {
+		snprintf(k, sizeof(k), "r%d-%d", j->id, i);
+		if ((rc = idem_tx_put(tx, "payments", k, strlen(k), "a", 1)) !=
+		    IDEM_OK ||
+		    (rc = idem_tx_put(tx, "payments", k, strlen(k), "b", 1)) !=
+		    IDEM_OK)
+			return rc;
+	}
+	snprintf(k, sizeof(k), "r%d-0", j->id);
+	if ((rc = idem_tx_del(tx, "payments", k, strlen(k))) != IDEM_OK)
+		return rc;
+	snprintf(k, sizeof(k), "i%d", j->id);
+	return idem_tx_put(tx, "by_account", k, strlen(k), "c", 1);
+}
+
+struct rows_thread {
+	pthread_t tid;
+	struct store *s;
+	int id, failed;
+};
+
+static void *
+rows_main(void *arg)
+{
+	struct rows_thread *r = arg;
+	struct rec_response resp;
+	struct rows_job j;
+	uint8_t t[REC_TOKEN_SIZE];
+	char key[32];
+	int i;
+
+	memset(&resp, 0, sizeof(resp));
+	resp.status = 201;
+	memset(t, r->id + 1, sizeof(t));
+	for (i = 0; i < 4; i++) {
+		snprintf(key, sizeof(key), "c%d-%d", r->id, i);
+		j.id = r->id * 10 + i;
+		if (claim(r->s, "acct", key, r->id + 1, T0) != ENGINE_CLAIM ||
+		    store_complete(r->s, "acct", key, t, &resp, rows_hook, &j,
+		    T0, TTL) != IDEM_OK)
+			r->failed++;
+		snprintf(key, sizeof(key), "once%d", i);
+		(void)store_insert_once(r->s, "by_account", key, strlen(key),
+		    "v", 1, NULL);
+	}
+	return NULL;
+}
+
+/*
+ * A table's count, kept by the writes of many threads at once (inserts,
+ * updates, deletes in hooks; insert_once racing on the same keys), is
+ * the rows' count.
+ */
+static void
+test_counts(void)
+{
+	struct store *s = open_store(0, 1);
+	struct rows_thread r[THREADS];
+	size_t n;
+	int i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	for (i = 0; i < THREADS; i++) {
+		memset(&r[i], 0, sizeof(r[i]));
+		r[i].s = s;
+		r[i].id = i;
+		CU_ASSERT_FATAL(pthread_create(&r[i].tid, NULL, rows_main,
+		    &r[i]) == 0);
+	}
+	for (i = 0; i < THREADS; i++) {
+		pthread_join(r[i].tid, NULL);
+		HARNESS_EQ(r[i].failed, 0);
+	}
+	HARNESS_EQ(store_count(s, "payments", &n), IDEM_OK);
+	HARNESS_EQ(n, THREADS * 4 * 5);
+	HARNESS_EQ(sql("SELECT count(*) FROM idem_rows WHERE tbl = "
+	    "'payments'"), THREADS * 4 * 5);
+	HARNESS_EQ(store_count(s, "by_account", &n), IDEM_OK);
+	HARNESS_EQ(n, THREADS * 4 + 4);
+	HARNESS_EQ(sql("SELECT count(*) FROM idem_rows WHERE tbl = "
+	    "'by_account'"), THREADS * 4 + 4);
+	store_close(s);
+}
+
+/*
+ * The migration that adds the counts starts them from what is stored:
+ * the database is taken back to version 1 with records and rows in it.
+ */
+static void
+test_migrate_counts(void)
+{
+	struct store *s = open_store(0, 1);
+	char err[256];
+	size_t n;
+	int from, to;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	fill(s);
+	store_close(s);
+	HARNESS_EQ(sql("DROP TABLE idem_quota, idem_counts; DELETE FROM "
+	    "idem_schema_version WHERE version > 1"), 0);
+	HARNESS_EQ(store_pg_migrate(getenv("IDEM_TEST_PG"), &from, &to, err,
+	    sizeof(err)), 0);
+	HARNESS_EQ(from, 1);
+	HARNESS_EQ(to, PG_SCHEMA_VERSION);
+	HARNESS_EQ(sql("SELECT n FROM idem_quota WHERE scope = 'acct'"),
+	    MANY);
+	s = open_store(0, 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	HARNESS_EQ(store_count(s, "payments", &n), IDEM_OK);
+	HARNESS_EQ(n, MANY + 4);
+	store_close(s);
+}
+
+int
+harness_suites(void)
+{
+	static const struct {
+		const char *name;
+		CU_TestFunc fn;
+	} tests[] = {
+		{ "walks: more rows than a batch, in order",
+		    test_walk_batches },
+		{ "walks: the callback stops early", test_walk_stops_early },
+		{ "per-scope bound exact under concurrency",
+		    test_quota_concurrent },
+		{ "table counts under concurrency", test_counts },
+		{ "migration starts the counts", test_migrate_counts },
+	};
+	CU_pSuite s;
+	size_t i;
+
+	if (!harness_pg())
+		return 0;
+	if ((s = CU_add_suite("store_pg", suite_init, NULL)) == NULL)
+		return -1;
+	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		if (CU_add_test(s, tests[i].name, tests[i].fn) == NULL)
+			return -1;
+	return 0;
+}
