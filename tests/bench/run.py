@@ -37,6 +37,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+from lib import common as libcommon  # noqa: E402
+from lib.cluster import Cluster  # noqa: E402
 ETC = os.path.join(REPO, "etc")
 WWW = os.path.join(REPO, "www")
 HOST = "127.0.0.1"
@@ -84,6 +87,8 @@ class Settings:
         self.state_dir = os.environ.get("BENCH_STATE_DIR", "")
         self.fill_dir = os.environ.get("BENCH_FILL_DIR", "")
         self.cases = [c for c in os.environ.get("BENCH_CASES", "").split(",") if c]
+        self.cluster = env_int("BENCH_CLUSTER", 1, 0) > 0
+        self.provider_threads = env_int("BENCH_PROVIDER_THREADS", 64, 1)
         self.wrk_threads_for = lambda conns: max(1, min(self.wrk_threads, conns))
 
 
@@ -447,12 +452,16 @@ class Server:
 
 # ---------------------------------------------------------------- wrk
 
-def wrk(server, conns, seconds, script, args, path="/"):
-    """Runs wrk once; returns (result dict, command line)."""
-    argv = ["wrk", "-t", str(S.wrk_threads_for(conns)), "-c", str(conns),
+def wrk_argv(server, conns, seconds, script, args, path="/"):
+    return ["wrk", "-t", str(S.wrk_threads_for(conns)), "-c", str(conns),
             "-d", f"{seconds}s", "--timeout", f"{S.timeout}s",
             "-s", os.path.join(HERE, script), f"http://{HOST}:{server.port}{path}",
             "--"] + args
+
+
+def wrk(server, conns, seconds, script, args, path="/"):
+    """Runs wrk once; returns (result dict, command line)."""
+    argv = wrk_argv(server, conns, seconds, script, args, path)
     p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
                        timeout=seconds + S.timeout + 30)
     return parse_wrk(p, argv), argv
@@ -489,6 +498,7 @@ def show_argv(argv):
 class Case:
     """One measurement, run once per round."""
     kind = "http"
+    group = "main"          # or "cluster": the report's section
 
     def __init__(self, name, label):
         self.name = name
@@ -528,6 +538,50 @@ class WrkCase(Case):
                 if "idem_store_syncs_total" in after:
                     r["syncs"] = after["idem_store_syncs_total"] - \
                         before.get("idem_store_syncs_total", 0)
+        return r
+
+
+class SplitWrkCase(WrkCase):
+    """One load split across several hosts: a wrk for each, all at once,
+    each with its share of the connections.  req/s is their sum; the
+    latency percentiles are the slowest host's."""
+    group = "cluster"
+
+    def __init__(self, name, label, servers, conns, script, args, fresh=False):
+        super().__init__(name, label, servers[0], conns, script, args, fresh=fresh)
+        self.servers = servers
+
+    def run(self, rnd):
+        n = len(self.servers)
+        procs = []
+        for i, srv in enumerate(self.servers):
+            args = list(self.args)
+            if self.fresh:
+                args.append(f"prefix={S.runid}r{rnd}{self.name}h{i}")
+            conns = self.conns // n + (1 if i < self.conns % n else 0)
+            argv = wrk_argv(srv, conns, S.seconds, self.script, args, self.path)
+            procs.append((argv, subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE)))
+        parts = []
+        for argv, p in procs:
+            try:
+                out, err = p.communicate(timeout=S.seconds + S.timeout + 30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, err = p.communicate()
+            parts.append(parse_wrk(subprocess.CompletedProcess(
+                argv, p.returncode, out, err), argv))
+        self.argv = procs[0][0]
+        for srv in self.servers:
+            srv.settle()
+        r = {"requests": sum(x["requests"] for x in parts),
+             "rps": sum(x["rps"] for x in parts),
+             "bad": sum(x["bad"] for x in parts),
+             "sockerr": sum(x["sockerr"] for x in parts),
+             "latency_us": {k: max(x["latency_us"][k] for x in parts)
+                            for k in parts[0]["latency_us"]},
+             "hosts": [round(x["rps"]) for x in parts]}
         return r
 
 
@@ -859,12 +913,14 @@ def retry_run(idem):
     return lines
 
 
-def write_report(path, ctx):
-    cases = ctx["cases"]
+def bare_rps(cases):
     byname = {c.name: c for c in cases}
-    bare = med([r["rps"] for r in byname["bare"].results]) if "bare" in byname else None
-    L = []
-    w = L.append
+    return med([r["rps"] for r in byname["bare"].results]) if "bare" in byname else None
+
+
+def report_head(ctx, w):
+    """The title, the machine and build, and the parameters and commands."""
+    cases = ctx["cases"]
     head, dirty, subject = ctx["commit"]
     mi = ctx["machine"]
     w("# Benchmarks")
@@ -913,17 +969,27 @@ def write_report(path, ctx):
       "with its placeholders filled)")
     for c in cases:
         if c.argv:
-            w(f"      {c.name}: {show_argv(c.argv)}")
+            each = " (one such wrk per host, at once)" if hasattr(c, "servers") else ""
+            w(f"      {c.name}: {show_argv(c.argv)}{each}")
     for line in ctx["fill_argv"]:
         w(f"      {line}")
     w("")
+
+
+def write_report(path, ctx):
+    cases = ctx["cases"]
+    byname = {c.name: c for c in cases}
+    bare = bare_rps(cases)
+    L = []
+    w = L.append
+    report_head(ctx, w)
     w("## HTTP: throughput and latency")
     w("")
     w("| case | conns | req/s median (min–max) | p50 ms | p99 ms | max ms | vs bare | non-2xx | socket errors |")
     w("|---|---:|---|---:|---:|---:|---:|---:|---:|")
     for c in cases:
         if c.kind != "http" or c.name.startswith("replay-10k") or \
-                c.name.startswith("replay-1m"):
+                c.name.startswith("replay-1m") or c.group != "main":
             continue
         w(http_row(c, bare))
     w("")
@@ -934,9 +1000,11 @@ def write_report(path, ctx):
       "the requests still queued then are answered before the next case starts but "
       "are in no figure, so p50 and p99 there understate the queueing.")
     for c in cases:
-        for f in c.failures:
-            w(f"\n- {c.name}: {f}")
+        if c.group == "main":
+            for f in c.failures:
+                w(f"\n- {c.name}: {f}")
     w("")
+    cluster_section(cases, bare, w)
     w("## Flushes per fresh payment")
     w("")
     for line in ctx["flushes"]:
@@ -1028,6 +1096,26 @@ def write_report(path, ctx):
         f.write("\n".join(L))
 
 
+def cluster_section(cases, bare, w, first=None):
+    w("## A cluster: two hosts on PostgreSQL beside one host on LMDB")
+    w("")
+    for line in ([first, ""] if first else []) + cluster_lines(cases, bare):
+        w(line)
+    w("")
+
+
+def write_cluster_report(path, ctx):
+    """The report of --only cluster: the head and the cluster's section."""
+    L = []
+    w = L.append
+    report_head(ctx, w)
+    cluster_section(ctx["cases"], bare_rps(ctx["cases"]), w,
+                    "Only this part was run (--only cluster), beside the bare "
+                    "responder.")
+    with open(path, "w") as f:
+        f.write("\n".join(L))
+
+
 def http_row(c, bare):
     if not c.results:
         return f"| {c.label} | {getattr(c, 'conns', '')} | failed | | | | | | |"
@@ -1110,6 +1198,94 @@ def purge_lines(res, fill_info):
                  f"{ms(d['latency_us']['p50'])} ms, p99 {ms(d['latency_us']['p99'])} ms, "
                  f"**longest stall (max latency) {ms(d['latency_us']['max'])} ms**, "
                  f"{d['bad']} non-2xx, {d['sockerr']} socket errors")
+    return lines
+
+
+# ---------------------------------------------------------------- cluster
+
+CLUSTER_HOSTS = ("pg-a", "pg-b")
+
+
+def cluster_servers(idem):
+    """PostgreSQL (tests/lib/pg.py, its files on the state directory's file
+    system), the provider service, and three hosts calling it: lmdb-svc on
+    LMDB, pg-a and pg-b sharing the PostgreSQL store.  Each host has a
+    stored payment under the key the replay cases send."""
+    args = argparse.Namespace(workers=S.workers, latency_ms=0, keep=S.keep,
+                              provider_timeout_ms=10000)
+    S.cluster_obj = Cluster(S.build, args, hosts=0, base=S.state_root)
+    c = S.cluster_obj
+    c.provider.env["IDEM_PROVIDER_THREADS"] = str(S.provider_threads)
+    c.start()
+    env = {"IDEM_PROVIDER_URL": c.provider.url, "IDEM_PROVIDER_LATENCY_MS": "0"}
+    out = {"lmdb-svc": Server("lmdb-svc", idem, env)}
+    for n in CLUSTER_HOSTS:
+        out[n] = Server(n, idem, dict(env, IDEM_STORE=c.uri))
+    for srv in out.values():
+        srv.start()
+        first_payment(srv)
+    return out
+
+
+def cluster_cases(servers):
+    """Fresh payments and replays through one host on LMDB, one host on
+    PostgreSQL, and both PostgreSQL hosts at once."""
+    auth = f"auth={S.secrets[ACCOUNT]}"
+    kinds = (("fresh", "fresh payments", "keys.lua",
+              [auth, "mode=fresh", f"body={BODY}"]),
+             ("replay", "replay (one stored key)", "fixed.lua",
+              ["method=POST", "path=/payments", auth, "key=bench-replay",
+               f"body={BODY}"]))
+    out = []
+    for kind, what, script, args in kinds:
+        fresh = kind == "fresh"
+        one = [WrkCase(f"cluster-lmdb-{kind}", f"{what}, one host, LMDB",
+                       servers["lmdb-svc"], S.connections, script, args, fresh=fresh),
+               WrkCase(f"cluster-pg1-{kind}", f"{what}, one host, PostgreSQL",
+                       servers[CLUSTER_HOSTS[0]], S.connections, script, args,
+                       fresh=fresh)]
+        for c in one:
+            c.group = "cluster"
+        out += one + [SplitWrkCase(
+            f"cluster-pg2-{kind}", f"{what}, two hosts, PostgreSQL",
+            [servers[n] for n in CLUSTER_HOSTS], S.connections, script, args,
+            fresh=fresh)]
+    return out
+
+
+def cluster_lines(cases, bare):
+    rows = [c for c in cases if c.group == "cluster"]
+    if not rows:
+        return ["Not run (BENCH_CLUSTER=0)."]
+    lines = [
+        "The cluster of `./quickstart serve-cluster`: PostgreSQL (tests/lib/pg.py: "
+        "initdb on the state directory's file system, a unix socket, fsync and "
+        "synchronous_commit on) holds the keys and payments of hosts pg-a and pg-b, "
+        f"each lighttpd with {S.workers} spawn-fcgi workers; lmdb-svc is one such "
+        "host on LMDB. All three call one provider service (idem-provider behind its "
+        f"own lighttpd, latency 0, {S.provider_threads} threads), unlike the cases "
+        "above, whose workers use the in-process provider. A two-host case runs one "
+        f"wrk per host at once, {S.connections} connections in all: req/s is their "
+        "sum, p50/p99/max the slower host's. Every host shares this machine's cores, "
+        "so the figures show what sharing a store over a socket costs, not what a "
+        "second machine would add.", "",
+        "| case | conns | req/s median (min–max) | p50 ms | p99 ms | max ms | vs bare "
+        "| non-2xx | socket errors | vs one host on LMDB |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for c in rows:
+        kind = c.name.rsplit("-", 1)[1]
+        base = next((x for x in rows if x.name == f"cluster-lmdb-{kind}"), None)
+        b = med([r["rps"] for r in base.results]) if base and base.results else None
+        m = med([r["rps"] for r in c.results]) if c.results else None
+        ratio = f"{m / b:.2f}" if m and b else "n/a"
+        lines.append(http_row(c, bare) + f" {ratio} |")
+    for c in rows:
+        split = [r["hosts"] for r in c.results if "hosts" in r]
+        if split:
+            lines.append(f"\n- {c.name}: req/s per host by round: "
+                         + "; ".join(" + ".join(f"{v:,}" for v in h) for h in split))
+        for f in c.failures:
+            lines.append(f"\n- {c.name}: {f}")
     return lines
 
 
@@ -1207,6 +1383,9 @@ def cleanup():
         except Exception:           # noqa: BLE001 - cleanup goes on
             pass
     INSTANCES.clear()
+    if S is not None and getattr(S, "cluster_obj", None) is not None:
+        S.cluster_obj.cleanup()
+        S.cluster_obj = None
     if S is not None:
         if getattr(S, "fill_root", None):
             shutil.rmtree(S.fill_root, ignore_errors=True)
@@ -1249,13 +1428,37 @@ def run_rounds(cases):
                 f"({time.monotonic() - t0:.0f} s)")
 
 
+def only_cluster(args, ctx, servers, idem, started):
+    """--only cluster: the bare responder and the cluster's cases."""
+    servers["bare"].start()
+    servers.update(cluster_servers(idem))
+    cases = [WrkCase("bare", "bare libfcgi responder, GET /healthz", servers["bare"],
+                     S.connections, "fixed.lua", ["method=GET", "path=/healthz"])]
+    cases += cluster_cases(servers)
+    ctx["cases"] = cases
+    ctx["fill_argv"] = []
+    run_rounds(cases)
+    for srv in servers.values():
+        srv.stop()
+    ctx["load_after"] = loadavg()
+    ctx["elapsed"] = time.monotonic() - started
+    write_cluster_report(args.out, ctx)
+    say(f"wrote {args.out} in {ctx['elapsed']:.0f} s")
+    return 1 if any(c.failures for c in cases) else 0
+
+
 def main():
     global S
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", required=True, help="build directory (--enable-bench)")
     ap.add_argument("--out", default=os.path.join(REPO, "BENCHMARKS.md"))
+    ap.add_argument("--only", choices=("cluster",),
+                    help="run only this part, beside the bare responder, and "
+                    "write only its section (for working on it)")
     args = ap.parse_args()
     S = Settings()
+    # The cluster's processes (tests/lib) wait within lib.common's deadline.
+    libcommon.DEADLINE.reset(24 * 3600)
     S.notes = []
     S.failed = []       # one-off phases that failed
     started = time.monotonic()
@@ -1285,6 +1488,8 @@ def main():
     lat0 = {"IDEM_PROVIDER_LATENCY_MS": "0"}
     servers = {"bare": Server("bare", os.path.join(S.build, "tests/bench/bare"))}
     idem = os.path.join(S.build, "idem-fcgi")
+    if args.only == "cluster":
+        return only_cluster(args, ctx, servers, idem, started)
     servers["idem"] = Server("idem", idem, lat0)
     servers["idem-lat"] = Server("idem-lat", idem,
                                  {"IDEM_PROVIDER_LATENCY_MS": str(S.latency_ms)})
@@ -1306,10 +1511,15 @@ def main():
         servers[n].start()
 
     cases = build_cases(servers, loc)
+    if S.cluster:
+        servers.update(cluster_servers(idem))
+        cases += [c for c in cluster_cases(servers)
+                  if not S.cases or c.name in S.cases]
     ctx["cases"] = cases
     run_rounds(cases)
 
-    fresh = [c for c in cases if isinstance(c, WrkCase) and c.fresh]
+    fresh = [c for c in cases if isinstance(c, WrkCase) and c.fresh
+             and c.group == "main"]
     try:
         ctx["flushes"] = flush_lines(fresh, servers["idem"]) if fresh else ["Not run."]
     except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:

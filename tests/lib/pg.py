@@ -53,9 +53,12 @@ def available():
 
 
 class Postgres:
-    def __init__(self):
+    def __init__(self, base=None):
+        """base: the directory to make the server's own in (default the
+        system's temporary directory); its file system is what a commit's
+        flush costs."""
         self.bin = _bindir()
-        self.tmp = tempfile.mkdtemp(prefix="idem-pg-")
+        self.tmp = tempfile.mkdtemp(prefix="idem-pg-", dir=base)
         os.chmod(self.tmp, 0o755)
         self.data = os.path.join(self.tmp, "data")
         self.sock = os.path.join(self.tmp, "sock")

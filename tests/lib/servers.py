@@ -601,6 +601,26 @@ class Apache(Instance):
         return before, None
 
 
+class ProviderOnly(Instance):
+    """The provider service alone (its lighttpd and idem-provider), for
+    app hosts set up elsewhere that call it at .provider.url; its own
+    temporary directory, like any instance.  args.provider_service must
+    be true."""
+
+    def configure(self):
+        if self.provider is None:
+            raise RuntimeError("ProviderOnly without args.provider_service")
+
+    def start(self):
+        self.provider.start()
+
+    def stop(self):
+        self.provider.stop()
+
+    def worker_pids(self):
+        return []
+
+
 CLASSES = {"lighttpd": Lighttpd, "lighttpd-spawn": LighttpdSpawn,
            "apache": Apache, "nginx": Nginx}
 

@@ -1,0 +1,541 @@
+#!/usr/bin/env python3
+"""The built packages installed into a scratch root and started there.
+
+tests/package.test runs this as root inside new mount and PID namespaces
+(unshare --mount --pid --fork --mount-proc): every mount made here and
+every process started in the scratch root end with it.
+
+The scratch root is an overlay of this machine's own root file system
+with a throwaway upper layer on tmpfs, and a copy of its dpkg database:
+the packages the built ones depend on are installed here already, so
+"dpkg -i" inside a chroot of it checks the dependencies, unpacks, and runs
+the maintainer scripts as on a real system, and all it writes lands in the
+upper layer.  There:
+
+  - the postinst made the system account idem and /var/lib/idem
+    (idem:idem, 0750), and the sealing key file when idem.env names one;
+    /etc/idem/idem.env is a conffile; every unit of etc/systemd/ is
+    installed, substituted, not enabled, and passes systemd-analyze
+    verify;
+  - idem-fcgi.service's own ExecStart= runs, with its EnvironmentFile= and
+    RuntimeDirectory=, under a stand-in for journald's stdout socket (the
+    unit logs through systemd-cat), behind lighttpd configured from the
+    installed example; a payment, its replay, a key reused with another
+    amount and the problem page it links to are answered, the installed
+    idemctl reads the payment from the store as the idem account, every
+    Type=oneshot unit (what the timers start) runs as its unit says, and
+    SIGTERM stops the workers;
+  - pkg-config finds idem.pc, and a program on idem.h links against the
+    installed libidem (shared, and static from libidem.a), as does the
+    packaged examples/orders.c, which answers a CGI request;
+  - purging the packages succeeds, removes the programs and the
+    conffile, and leaves the store.
+
+Prints "ok - ..." and "FAIL - ..." lines, then "scratch: N passed, N
+failed".
+"""
+
+import argparse
+import fcntl
+import glob
+import hashlib
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from lib.common import (DEADLINE, Results, free_port, kill_pids, pids_of_exe,  # noqa: E402
+                        wait_gone)
+from lib.servers import parse_env_file, render  # noqa: E402
+from lib.web import http_request  # noqa: E402
+
+R = Results()
+SECRET = "sk_test_package_6c1f0e9a7d3b5e28"
+ACCOUNT = "acct_pkg"
+PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def run(argv, **kw):
+    """argv's completed process, output and errors as text together."""
+    kw.setdefault("stdout", subprocess.PIPE)
+    kw.setdefault("stderr", subprocess.STDOUT)
+    kw.setdefault("timeout", DEADLINE.timeout(120))
+    return subprocess.run(argv, text=True, **kw)
+
+
+def check(name, p, want_rc=0):
+    """ok when p ended with want_rc, else a failure showing its output."""
+    if p.returncode == want_rc:
+        R.ok(name)
+        return True
+    R.fail(name, f"exit {p.returncode}\n{p.stdout[-3000:]}")
+    return False
+
+
+class Root:
+    """The scratch root: an overlay of / in the work directory."""
+
+    def __init__(self, work):
+        ov = os.path.join(work, "overlay")
+        os.makedirs(ov)
+        subprocess.run(["mount", "-t", "tmpfs", "tmpfs", ov], check=True)
+        for d in ("up", "work", "root"):
+            os.mkdir(os.path.join(ov, d))
+        self.path = os.path.join(ov, "root")
+        subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+                        f"lowerdir=/,upperdir={ov}/up,workdir={ov}/work",
+                        self.path], check=True)
+        subprocess.run(["mount", "-t", "proc", "proc", self.at("/proc")],
+                       check=True)
+        subprocess.run(["mount", "--rbind", "/dev", self.at("/dev")],
+                       check=True)
+        for d in ("/run", "/tmp"):
+            subprocess.run(["mount", "-t", "tmpfs", "tmpfs", self.at(d)],
+                           check=True)
+        self.copy_dpkg_database()
+
+    def at(self, path):
+        return self.path + path
+
+    def copy_dpkg_database(self):
+        """A copy taken while no apt or dpkg on the host changes it: the
+        overlay would otherwise show a half-written database."""
+        lock = os.open("/var/lib/dpkg/lock-frontend", os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.lockf(lock, fcntl.LOCK_EX)
+            subprocess.run(["rm", "-rf", self.at("/var/lib/dpkg")], check=True)
+            subprocess.run(["cp", "-a", "/var/lib/dpkg", self.at("/var/lib/dpkg")],
+                           check=True)
+        finally:
+            os.close(lock)
+
+    def run(self, argv, user=None, env=None, **kw):
+        """argv in the chroot, as root or as user, with env alone (and PATH)."""
+        cmd = ["chroot"]
+        if user:
+            cmd.append(f"--userspec={user}:{user}")
+        cmd += [self.path, "env", "-i", f"PATH={PATH}"]
+        cmd += [f"{k}={v}" for k, v in (env or {}).items()]
+        return run(cmd + list(argv), **kw)
+
+    def read(self, path):
+        with open(self.at(path), errors="replace") as f:
+            return f.read()
+
+
+class Journal:
+    """A stand-in for journald's stdout socket, which systemd-cat connects
+    to: everything the workers write to it, header lines included."""
+
+    def __init__(self, root):
+        path = root.at("/run/systemd/journal/stdout")
+        os.makedirs(os.path.dirname(path))
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        os.chmod(path, 0o666)
+        self.sock.listen(16)
+        self.data = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            conn, _ = self.sock.accept()
+            threading.Thread(target=self.read, args=(conn,), daemon=True).start()
+
+    def read(self, conn):
+        while True:
+            b = conn.recv(65536)
+            if not b:
+                return
+            with self.lock:
+                self.data.append(b)
+
+    def text(self):
+        with self.lock:
+            return b"".join(self.data).decode("utf-8", "replace")
+
+
+def unit_dir(root):
+    for d in ("/lib/systemd/system", "/usr/lib/systemd/system"):
+        if os.path.exists(root.at(d + "/idem-fcgi.service")):
+            return d
+    return None
+
+
+def parse_unit(text):
+    """The [Service] settings of a unit (the last of each name), its
+    continued lines joined."""
+    text = re.sub(r"\\\n", " ", text)
+    section, out = None, {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line
+        elif section == "[Service]" and "=" in line and not line.startswith("#"):
+            k, v = line.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+def install(root, debs):
+    names = sorted(d for d in glob.glob(os.path.join(debs, "*.deb"))
+                   if "-dbgsym_" not in d)
+    os.makedirs(root.at("/tmp/debs"))
+    for d in names:
+        subprocess.run(["cp", d, root.at("/tmp/debs/")], check=True)
+    inside = ["/tmp/debs/" + os.path.basename(d) for d in names]
+    p = root.run(["dpkg", "-i"] + inside,
+                 env={"DEBIAN_FRONTEND": "noninteractive"})
+    return check("dpkg -i " + " ".join(os.path.basename(d) for d in names), p)
+
+
+def check_account(root):
+    p = root.run(["getent", "passwd", "idem"])
+    fields = p.stdout.strip().split(":")
+    problems = []
+    if p.returncode != 0 or len(fields) != 7:
+        problems.append(f"no passwd entry: {p.stdout!r}")
+    else:
+        if not 0 < int(fields[2]) < 1000:
+            problems.append(f"uid {fields[2]} is not a system uid")
+        if fields[5] != "/var/lib/idem":
+            problems.append(f"home {fields[5]}")
+        if fields[6] not in ("/usr/sbin/nologin", "/sbin/nologin"):
+            problems.append(f"shell {fields[6]}")
+    if root.run(["getent", "group", "idem"]).returncode != 0:
+        problems.append("no group idem")
+    R.record("postinst: system account idem (home /var/lib/idem, nologin)",
+             problems)
+    p = root.run(["stat", "-c", "%U:%G %a %F", "/var/lib/idem"])
+    want = "idem:idem 750 directory"
+    if p.stdout.strip() == want:
+        R.ok(f"postinst: /var/lib/idem is {want}")
+    else:
+        R.fail(f"postinst: /var/lib/idem is {want}", p.stdout)
+
+
+def check_config(root):
+    p = root.run(["dpkg-query", "-W", "-f=${Conffiles}", "idem"])
+    if re.search(r"^ /etc/idem/idem\.env [0-9a-f]{32}$", p.stdout, re.M):
+        R.ok("/etc/idem/idem.env is a conffile")
+    else:
+        R.fail("/etc/idem/idem.env is a conffile", p.stdout)
+    env = parse_env_file(root.at("/etc/idem/idem.env"))
+    left = [f"{k}={v}" for k, v in env.items() if "@" in v]
+    if not left and env.get("IDEM_DB_DIR", "").startswith("/var/lib/idem/"):
+        R.ok("idem.env: placeholders filled, store under /var/lib/idem")
+    else:
+        R.fail("idem.env: placeholders filled, store under /var/lib/idem",
+               " ".join(left) or str(env))
+    secret = env.get("IDEM_SECRET_FILE")
+    if secret:
+        p = root.run(["stat", "-c", "%U:%G %a", secret])
+        if p.stdout.strip() == "root:idem 640":
+            R.ok(f"postinst: {secret} made, root:idem 640")
+        else:
+            R.fail(f"postinst: {secret} made, root:idem 640", p.stdout)
+    return env
+
+
+def check_units(root, srcdir):
+    d = unit_dir(root)
+    want = sorted(os.path.basename(u) for u in
+                  glob.glob(os.path.join(srcdir, "etc/systemd/*.service")) +
+                  glob.glob(os.path.join(srcdir, "etc/systemd/*.timer")))
+    missing = [u for u in want if d is None or
+               not os.path.exists(root.at(f"{d}/{u}"))]
+    if want and not missing:
+        R.ok(f"units installed in {d}: {' '.join(want)}")
+    else:
+        R.fail("units of etc/systemd installed", f"missing: {missing or want}")
+        return None
+    problems = []
+    for u in want:
+        live = [ln for ln in root.read(f"{d}/{u}").splitlines()
+                if not ln.startswith("#")]
+        if re.search(r"@[A-Z_]+@", "\n".join(live)):
+            problems.append(f"{u}: placeholder left")
+        state = root.run(["systemctl", "is-enabled", u]).stdout.strip()
+        if state not in ("disabled", "static"):
+            problems.append(f"{u}: {state}")
+    R.record("units: substituted, none enabled", problems)
+    p = root.run(["systemd-analyze", "verify"] + [f"{d}/{u}" for u in want])
+    check("systemd-analyze verify (in the scratch root)", p)
+    return (d, want)
+
+
+def unit_command(root, unit):
+    """A unit's ExecStart= as argv, its environment files' variables, and
+    the account it runs as (None: root)."""
+    env = {}
+    for f in unit.get("EnvironmentFile", "").split():
+        path = root.at(f.lstrip("-"))
+        if os.path.exists(path) or not f.startswith("-"):
+            env.update(parse_env_file(path))
+    argv = shlex.split(unit["ExecStart"].lstrip("@-:+!"))
+    return argv, env, unit.get("User")
+
+
+def start_unit(root, udir):
+    """What systemd does for idem-fcgi.service: its runtime directory, its
+    environment file, its ExecStart= (Type=forking: it returns once the
+    workers run).  Returns the workers' socket, or None."""
+    unit = parse_unit(root.read(f"{udir}/idem-fcgi.service"))
+    rundir = "/run/" + unit.get("RuntimeDirectory", "idem")
+    os.makedirs(root.at(rundir))
+    os.chmod(root.at(rundir), int(unit.get("RuntimeDirectoryMode", "0755"), 8))
+    argv, env, user = unit_command(root, unit)
+    # A file, not a pipe: the workers outlive the command.
+    with open(root.at("/tmp/execstart.out"), "w+") as out:
+        p = root.run(argv, user=user, env=env, stdout=out)
+        out.seek(0)
+        p.stdout = out.read()
+    if not check(f"ExecStart of idem-fcgi.service: {argv[0]} ... {argv[-1]}", p):
+        return None
+    sock = re.search(r"-s\s+(\S+)", unit["ExecStart"])
+    return sock.group(1) if sock else None
+
+
+def start_lighttpd(root, sock):
+    """lighttpd as the installed example configures it, in the chroot."""
+    conf = root.at("/tmp/lighttpd/lighttpd.conf")
+    os.makedirs(os.path.dirname(conf))
+    text = root.read("/usr/share/doc/idem/examples/lighttpd/idem-external.conf")
+    with open(conf + ".in", "w") as f:
+        f.write(text.replace("@ROOT@/idem-fcgi.sock", sock))
+    # lighttpd opens its log after it has become www-data.
+    root.run(["chown", "www-data:www-data", "/tmp/lighttpd"])
+    port = free_port()
+    render(conf + ".in", {"PORT": port, "ROOT": "/tmp/lighttpd",
+                          "WWW": "/usr/share/idem/www", "USER": "www-data",
+                          "GROUP": "www-data"}, conf)
+    proc = subprocess.Popen(["chroot", root.path, "lighttpd", "-D", "-f",
+                             "/tmp/lighttpd/lighttpd.conf"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        try:
+            if http_request(port, "GET", "/healthz").status == 200:
+                R.ok("lighttpd + the packaged workers: GET /healthz 200")
+                return proc, port
+        except OSError:
+            pass
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    if proc.poll() is None:
+        proc.terminate()
+    why = proc.communicate(timeout=10)[1]
+    if os.path.exists(root.at("/tmp/lighttpd/lighttpd-error.log")):
+        why += root.read("/tmp/lighttpd/lighttpd-error.log")
+    R.fail("lighttpd + the packaged workers: GET /healthz 200", why)
+    return proc, None
+
+
+def pay(port, amount, key="pkg-order-1"):
+    return http_request(port, "POST", "/payments",
+                        body=f'{{"amount": {amount}, "currency": "EUR"}}',
+                        headers={"Authorization": f"Bearer {SECRET}",
+                                 "Idempotency-Key": f'"{key}"',
+                                 "Content-Type": "application/json"})
+
+
+def payments(root, port, env):
+    first = pay(port, "12.34")
+    loc = first.header("Location") or ""
+    if first.status == 201 and loc.startswith("/payments/"):
+        R.ok(f"POST /payments: 201, Location {loc}")
+    else:
+        R.fail("POST /payments: 201", first.brief())
+        return
+    again = pay(port, "12.34")
+    if (again.status == 201 and again.header("Idempotent-Replayed") == "true"
+            and again.body == first.body and again.header("Location") == loc):
+        R.ok("the retry: the same 201 replayed")
+    else:
+        R.fail("the retry: the same 201 replayed", again.brief())
+    other = pay(port, "99.00")
+    ptype = ""
+    try:
+        ptype = other.json().get("type", "")
+    except ValueError:
+        pass
+    page = http_request(port, "GET", ptype) if ptype.startswith("/") else None
+    if other.status == 422 and page is not None and page.status == 200:
+        R.ok(f"another amount: 422, its type {ptype} served from /usr/share/idem/www")
+    else:
+        R.fail("another amount: 422 with a served type page",
+               other.brief() + (f"; {ptype}: {page.status}" if page else ""))
+    p = root.run(["idemctl", "stats"], user="idem", env=env)
+    stats = dict(re.findall(r"^(\w+): (\d+)$", p.stdout, re.M))
+    if p.returncode == 0 and stats.get("payments") == "1" and \
+            stats.get("charges") == "1":
+        R.ok("idemctl stats as idem: 1 payment, 1 charge")
+    else:
+        R.fail("idemctl stats as idem: 1 payment, 1 charge", p.stdout)
+    p = root.run(["find", "/var/lib/idem", "!", "-user", "idem"])
+    if p.returncode == 0 and not p.stdout.strip():
+        R.ok("everything under /var/lib/idem belongs to idem")
+    else:
+        R.fail("everything under /var/lib/idem belongs to idem", p.stdout)
+
+
+def oneshots(root, udir, units):
+    """Every Type=oneshot service (what the timers start) run once as its
+    unit says, on the store the workers use."""
+    for name in units:
+        if not name.endswith(".service"):
+            continue
+        unit = parse_unit(root.read(f"{udir}/{name}"))
+        if unit.get("Type") != "oneshot":
+            continue
+        argv, env, user = unit_command(root, unit)
+        check(f"{name}: {' '.join(argv)} as {user or 'root'}",
+              root.run(argv, user=user, env=env))
+
+
+def check_log(journal):
+    text = journal.text()
+    if "idem-fcgi" in text and re.search(r"POST /payments 201", text):
+        R.ok("request log reaches the journal through systemd-cat")
+    else:
+        R.fail("request log reaches the journal through systemd-cat",
+               text[-1500:] or "nothing received")
+
+
+def stop_workers(root):
+    workers = pids_of_exe(root.at("/usr/bin/idem-fcgi"))
+    if len(workers) < 1:
+        R.fail("workers stop on SIGTERM", "no idem-fcgi process found")
+        return
+    kill_pids(workers, signal.SIGTERM)
+    if wait_gone(workers, 30):
+        R.ok(f"{len(workers)} workers stop on SIGTERM")
+    else:
+        R.fail(f"{len(workers)} workers stop on SIGTERM", "still running after 30 s")
+        kill_pids(workers, signal.SIGKILL)
+
+
+LIB_PROGRAM = r"""
+#include <idem.h>
+#include <stdio.h>
+#include <string.h>
+
+int
+main(void)
+{
+	const char *s = idem_strerror(IDEM_ELOST);
+
+	if (s == NULL || *s == '\0' || strcmp(s, idem_strerror(IDEM_OK)) == 0)
+		return 1;
+	printf("%s\n", s);
+	return 0;
+}
+"""
+
+
+def library(root):
+    with open(root.at("/tmp/lib.c"), "w") as f:
+        f.write(LIB_PROGRAM)
+    p = root.run(["sh", "-ec",
+                  "cc -Wall -Werror -o /tmp/lib /tmp/lib.c "
+                  "$(pkg-config --cflags --libs idem) && /tmp/lib && "
+                  "ldd /tmp/lib | grep -o '/[^ ]*/libidem\\.so\\.[0-9]*' | "
+                  "xargs realpath | xargs dpkg -S"])
+    if p.returncode == 0 and re.search(r"^libidem0(:\w+)?: ", p.stdout, re.M):
+        R.ok("idem.h + pkg-config: a program runs on libidem0's libidem.so")
+    else:
+        R.fail("idem.h + pkg-config: a program runs on libidem0's libidem.so",
+               p.stdout)
+    p = root.run(["sh", "-ec",
+                  "cc -Wall -Werror -o /tmp/lib-static /tmp/lib.c "
+                  "$(pkg-config --cflags idem) "
+                  "$(pkg-config --variable=libdir idem)/libidem.a "
+                  "-Wl,--as-needed "
+                  "$(pkg-config --libs $(pkg-config --print-requires-private idem)) "
+                  "-pthread && "
+                  "/tmp/lib-static && ! readelf -d /tmp/lib-static | "
+                  "grep 'NEEDED.*libidem'"])
+    check("libidem.a, its Requires.private shared: links and runs", p)
+    p = root.run(["sh", "-ec",
+                  "cc -o /tmp/orders /usr/share/doc/libidem-dev/examples/orders.c "
+                  "$(pkg-config --cflags --libs idem) -lfcgi && mkdir /tmp/orders.db && "
+                  "printf '{\"amount\":5}' | ORDERS_DB=/tmp/orders.db "
+                  "REQUEST_METHOD=POST SCRIPT_NAME=/orders "
+                  "CONTENT_TYPE=application/json CONTENT_LENGTH=12 "
+                  "HTTP_IDEMPOTENCY_KEY=pkg-1 /tmp/orders"])
+    if p.returncode == 0 and p.stdout.startswith("Status: 201"):
+        R.ok("the packaged examples/orders.c builds and answers 201")
+    else:
+        R.fail("the packaged examples/orders.c builds and answers 201", p.stdout)
+
+
+def purge(root, names):
+    p = root.run(["dpkg", "--purge"] + names)
+    if not check("dpkg --purge " + " ".join(names), p):
+        return
+    problems = [f"{f} left" for f in
+                ("/usr/bin/idem-fcgi", "/usr/bin/idemctl",
+                 "/etc/idem/idem.env", "/usr/include/idem.h")
+                if os.path.lexists(root.at(f))]
+    if not os.path.isdir(root.at("/var/lib/idem/db")):
+        problems.append("/var/lib/idem/db (the payments) removed")
+    R.record("purged: programs, header and conffile gone, the store kept",
+             problems)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--debs", required=True)
+    ap.add_argument("--srcdir", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--deadline", type=float, default=180)
+    a = ap.parse_args()
+    DEADLINE.reset(a.deadline)
+    root = Root(a.work)
+    if not install(root, a.debs):
+        return
+    lighttpd = None
+    try:
+        check_account(root)
+        env = check_config(root)
+        udir, units = check_units(root, a.srcdir) or (None, [])
+        digest = root.run(["idemctl", "hash-key", SECRET]).stdout.strip()
+        if digest == hashlib.sha256(SECRET.encode()).hexdigest():
+            R.ok("idemctl hash-key: the keys file's digest")
+        else:
+            R.fail("idemctl hash-key: the keys file's digest", digest)
+        with open(root.at(env.get("IDEM_KEYS_FILE", "/etc/idem/keys")), "a") as f:
+            f.write(f"{ACCOUNT} {digest}\n")
+        journal = Journal(root)
+        sock = start_unit(root, udir) if udir else None
+        if sock:
+            lighttpd, port = start_lighttpd(root, sock)
+            if port:
+                payments(root, port, env)
+                check_log(journal)
+                oneshots(root, udir, units)
+            stop_workers(root)
+        library(root)
+    finally:
+        if lighttpd:
+            lighttpd.terminate()
+            lighttpd.wait(10)
+    purge(root, ["idem", "libidem-dev", "libidem0"])
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception as e:      # a crash is one failure, with its reason
+        R.fail("scratch root", repr(e))
+    sys.exit(R.summary("scratch"))
