@@ -15,6 +15,8 @@
  *   idemctl hash-key [SECRET] the keys-file digest of an API secret
  *   idemctl new-key ACCOUNT   a fresh API secret and its keys-file line
  *   idemctl migrate           bring a PostgreSQL store's schema up to date
+ *   idemctl new-secret FILE, idemctl rekey
+ *                             the keys that seal the store (idemctl_seal.c)
  *
  * The configuration is the responder's: IDEM_* variables (cfg.h), with
  * -d, -p and -s over them.  Exit statuses are in idemctl.h.
@@ -29,6 +31,7 @@
 #include "err.h"
 #include "handlers.h"
 #include "idemctl.h"
+#include "idemctl_seal.h"
 #include "provider.h"
 
 struct config ctl_cfg;
@@ -48,6 +51,8 @@ static const char ctl_usage_text[] =
     "  hash-key [SECRET]                 keys-file digest of a secret\n"
     "  new-key ACCOUNT                   a fresh API secret\n"
     "  migrate                           PostgreSQL schema up to date\n"
+    "  new-secret FILE                   a key file to seal the store\n"
+    "  rekey [-n N] [-w MS] [-P]         reseal under the current key\n"
     "exit: 0 ok, 1 failure, 2 usage, 3 inspect: no such key\n";
 
 void
@@ -279,5 +284,9 @@ main(int argc, char *argv[])
 		return ctl_new_key(argv[1]);
 	if (strcmp(argv[0], "migrate") == 0 && argc == 1)
 		return ctl_migrate();
+	if (strcmp(argv[0], "new-secret") == 0)
+		return ctl_new_secret(argc, argv);
+	if (strcmp(argv[0], "rekey") == 0)
+		return ctl_rekey(&ctl_cfg, argc, argv);
 	ctl_usage();
 }

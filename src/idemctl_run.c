@@ -172,6 +172,8 @@ ctl_resume_env(struct pay_env *env)
 		.max_keys_per_scope = ctl_cfg.keys_per_account,
 		.commit_delay_us = ctl_cfg.commit_delay_us,
 		.tables = pay_tables,
+		.secret_file = ctl_cfg.secret_file[0] != '\0' ?
+		    ctl_cfg.secret_file : NULL,
 	};
 	struct provider_config pc = { ctl_cfg.provider_dir, ctl_cfg.map_size,
 	    ctl_cfg.provider_latency_ms, ctl_cfg.provider_fail,

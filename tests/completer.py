@@ -344,6 +344,29 @@ def test_refund_resumed(e):
     counts(e.stats(), refunds=1, provider_refunds=1)
 
 
+def test_sealed_resumed(e):
+    """With the store sealed at rest (IDEM_SECRET_FILE), the completer
+    opens the recovery points it walks and resumes a payment and a refund
+    left by provider timeouts; nothing of the stuck payment is in clear."""
+    secret = os.path.join(e.tmp, "secret")
+    p = e.ctl("new-secret", secret)
+    expect(p.returncode == 0, "new-secret: %d %s" % (p.returncode, p.stderr))
+    e.env["IDEM_SECRET_FILE"] = secret
+    status, _, body = e.pay("sp-1", T0)
+    expect(status == 201, "the payment: %d" % status)
+    pid = json.loads(body)["id"]
+    stuck_by_timeout(e, "sp-2", T0 + 1)
+    status, _, _ = e.request("POST", "/payments/%s/refunds" % pid, "sr-1",
+                             '{"amount": 12.34}', extra={
+                                 "IDEM_TEST_NOW_MS": T0 + 2,
+                                 "IDEM_PROVIDER_FAIL": "timeout"})
+    expect(status == 504, "the refund with a provider timeout: %d" % status)
+    counts(e.resume(T0 + 1000), seen=2, completed=2, left=0)
+    counts(e.stats(), in_progress=0, payments=2, charges=2, refunds=1,
+           provider_refunds=1)
+    check_replay(e, "sp-2", T0 + 2000)
+
+
 def test_lease_respected(e):
     """A claim within its lease (its worker may still run) is left alone;
     once the lease ran out it is resumed, and the provider, never reached
@@ -632,7 +655,8 @@ def test_systemd_units(e):
            (p.returncode, p.stdout, p.stderr))
 
 
-TESTS = [test_timeout_resumed, test_refund_resumed, test_lease_respected, test_stage0_released,
+TESTS = [test_timeout_resumed, test_refund_resumed, test_sealed_resumed,
+         test_lease_respected, test_stage0_released,
          test_two_resumers, test_provider_down_left, test_decline_stored,
          test_signal_stops, test_batch_limit, test_cli,
          test_progress_on_terminal, test_systemd_units]

@@ -30,6 +30,11 @@ _Static_assert(sizeof(crypto_auth_hmacsha256_state) <=
     "crypto_auth_hmacsha256_state does not fit struct crypto_hmac");
 _Static_assert(alignof(crypto_auth_hmacsha256_state) <= 16,
     "crypto_auth_hmacsha256_state needs more alignment than crypto.h gives");
+_Static_assert(crypto_aead_xchacha20poly1305_ietf_KEYBYTES ==
+    CRYPTO_AEAD_KEY_SIZE &&
+    crypto_aead_xchacha20poly1305_ietf_NPUBBYTES == CRYPTO_AEAD_NONCE_SIZE &&
+    crypto_aead_xchacha20poly1305_ietf_ABYTES == CRYPTO_AEAD_TAG_SIZE,
+    "the CRYPTO_AEAD_ sizes disagree with libsodium");
 _Static_assert(crypto_hash_sha256_BYTES == CRYPTO_SHA256_SIZE,
     "CRYPTO_SHA256_SIZE disagrees with libsodium");
 
@@ -142,4 +147,33 @@ crypto_unhex(const char *in, uint8_t *out, size_t len)
 	    n != len)
 		return IDEM_EINVAL;
 	return IDEM_OK;
+}
+
+void
+crypto_aead_seal(uint8_t *out, const void *in, size_t len, const void *ad,
+    size_t adlen, const uint8_t nonce[CRYPTO_AEAD_NONCE_SIZE],
+    const uint8_t key[CRYPTO_AEAD_KEY_SIZE])
+{
+	crypto_aead_xchacha20poly1305_ietf_encrypt(out, NULL, in,
+	    (unsigned long long)len, ad, (unsigned long long)adlen, NULL,
+	    nonce, key);
+}
+
+int
+crypto_aead_open(uint8_t *out, const void *in, size_t len, const void *ad,
+    size_t adlen, const uint8_t nonce[CRYPTO_AEAD_NONCE_SIZE],
+    const uint8_t key[CRYPTO_AEAD_KEY_SIZE])
+{
+	if (len < CRYPTO_AEAD_TAG_SIZE ||
+	    crypto_aead_xchacha20poly1305_ietf_decrypt(out, NULL, NULL, in,
+	    (unsigned long long)len, ad, (unsigned long long)adlen, nonce,
+	    key) != 0)
+		return IDEM_ESEAL;
+	return IDEM_OK;
+}
+
+void
+crypto_wipe(void *p, size_t len)
+{
+	sodium_memzero(p, len);
 }

@@ -55,6 +55,26 @@ void crypto_hmac_sha256(const struct crypto_hmac *h,
 /* Compares len bytes in time that does not depend on their contents; 1 if equal. */
 int crypto_equal(const void *a, const void *b, size_t len);
 
+/*
+ * XChaCha20-Poly1305 (IETF construction): crypto_aead_seal writes len
+ * bytes of ciphertext and the CRYPTO_AEAD_TAG_SIZE-byte tag to out;
+ * crypto_aead_open writes len - CRYPTO_AEAD_TAG_SIZE bytes of plaintext
+ * and returns IDEM_OK, or IDEM_ESEAL when the tag does not match.  ad is
+ * authenticated, not encrypted.
+ */
+#define CRYPTO_AEAD_KEY_SIZE 32
+#define CRYPTO_AEAD_NONCE_SIZE 24
+#define CRYPTO_AEAD_TAG_SIZE 16
+void crypto_aead_seal(uint8_t *out, const void *in, size_t len,
+    const void *ad, size_t adlen, const uint8_t nonce[CRYPTO_AEAD_NONCE_SIZE],
+    const uint8_t key[CRYPTO_AEAD_KEY_SIZE]);
+int crypto_aead_open(uint8_t *out, const void *in, size_t len,
+    const void *ad, size_t adlen, const uint8_t nonce[CRYPTO_AEAD_NONCE_SIZE],
+    const uint8_t key[CRYPTO_AEAD_KEY_SIZE]);
+
+/* Zeroes len bytes in a way the compiler keeps. */
+void crypto_wipe(void *p, size_t len);
+
 /* Writes 2*len lowercase hex digits and a NUL to out. */
 void crypto_hex(const uint8_t *in, size_t len, char *out);
 

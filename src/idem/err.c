@@ -14,6 +14,7 @@ static const char *const idem_errstr[IDEM_ERR__MAX] = {
 	[IDEM_ETOOBIG] = "value too large",
 	[IDEM_ELIMIT] = "too many live keys for this scope",
 	[IDEM_EREFUSED] = "refused by the application",
+	[IDEM_ESEAL] = "a sealed value could not be opened",
 };
 
 const char *

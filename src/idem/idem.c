@@ -7,9 +7,18 @@
  * transaction, so retries never queue behind the write lock, and only
  * then claims, in a write transaction where the engine decides again on
  * what is stored at that moment (doc/DESIGN.md, "Storage").
+ *
+ * With a key file (idem_options.secret_file) every stored response,
+ * recovery point and row value is sealed here (seal.h), above the store,
+ * so every backend stores only sealed bytes: a response as its status,
+ * a marker header and the sealing of the whole response; a recovery
+ * point and a row value as their sealing.  Each is bound to its place:
+ * a record's scope and key, a row's table and key.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "crypto.h"
@@ -20,6 +29,7 @@
 #include "idem.h"
 #include "metrics.h"
 #include "record.h"
+#include "seal.h"
 #include "store.h"
 
 #define IDEM_DEFAULT_LEASE_MS 30000ULL
@@ -31,6 +41,7 @@ struct idem {
 	uint64_t ttl_ms;
 	idem_clock_fn clock;
 	void *clock_ctx;
+	struct sealer *seal;            /* NULL: values in the clear */
 };
 
 struct idem_call {
@@ -45,6 +56,34 @@ struct idem_call {
 	struct rec rec;                 /* as read or claimed */
 	struct idem_header headers[REC_MAX_HEADERS];
 	struct idem_response resp;      /* IDEM_REPLAY: borrows from rec */
+	void *resp_mem;                 /* an opened response's parts */
+};
+
+/* A response sealed for the store, in both shapes the store takes. */
+struct idem_sealed {
+	struct buf plain;
+	struct buf blob;
+	struct idem_header ih;
+	struct rec_response rr;
+	struct idem_response ir;
+};
+
+/*
+ * The wrapper around an application's hook (idem_tx_fn): it lets
+ * idem_tx_get and idem_tx_put seal and open, keeps what they opened
+ * until the hook returns, and seals a response the hook chose.
+ */
+struct idem_hook {
+	struct idem *idem;
+	idem_tx_fn fn;
+	void *ctx;
+	const char *scope;
+	const char *key;
+	struct buf scratch;
+	struct buf *opened;
+	size_t nopened;
+	size_t capopened;
+	struct idem_sealed chosen;
 };
 
 static const char *const idem_verdict_names[IDEM_VERDICT__MAX] = {
@@ -97,6 +136,299 @@ idem_store_clock(void *ctx)
 	return idem_now_ms(ctx);
 }
 
+/*
+ * One line on stderr (the web server's error log), written at once so
+ * that threads' lines never interleave.  It names the key id, never a
+ * key, a scope or a value.
+ */
+static void
+idem_seal_log(const char *what, const char *where, const uint8_t *id)
+{
+	char line[256], hex[2 * SEAL_ID_SIZE + 1];
+	ssize_t w;
+	int n;
+
+	static const uint8_t none[SEAL_ID_SIZE];
+
+	if (id != NULL && memcmp(id, none, SEAL_ID_SIZE) == 0)
+		n = snprintf(line, sizeof(line), "idem: %s%s%s is not a "
+		    "sealed value (no key id)\n", what, where != NULL ?
+		    " of table " : "", where != NULL ? where : "");
+	else if (id != NULL) {
+		seal_id_hex(id, hex);
+		n = snprintf(line, sizeof(line), "idem: %s%s%s did not open "
+		    "under key id %s: a wrong or unknown key, or changed "
+		    "bytes\n", what, where != NULL ? " of table " : "",
+		    where != NULL ? where : "", hex);
+	} else
+		n = snprintf(line, sizeof(line), "idem: %s is %s\n", what,
+		    where);
+	if (n > 0) {
+		w = write(STDERR_FILENO, line, (size_t)n < sizeof(line) ?
+		    (size_t)n : sizeof(line) - 1);
+		(void)w;
+	}
+}
+
+static int
+idem_seal_load(const char *path, struct sealer **out)
+{
+	char err[512];
+	int rc;
+
+	if ((rc = seal_load(path, out, err, sizeof(err))) != IDEM_OK) {
+		idem_seal_log("the key file", err, NULL);
+		return rc == IDEM_ENOMEM ? rc : IDEM_EINVAL;
+	}
+	return IDEM_OK;
+}
+
+static void
+idem_ad_record(struct seal_ad *ad, const char *kind, const char *scope,
+    const char *key)
+{
+	ad->kind = kind;
+	ad->place = scope;
+	ad->placelen = strlen(scope);
+	ad->name = key;
+	ad->namelen = strlen(key);
+}
+
+static void
+idem_ad_row(struct seal_ad *ad, const char *table, const void *key,
+    size_t keylen)
+{
+	ad->kind = "row";
+	ad->place = table;
+	ad->placelen = strlen(table);
+	ad->name = key;
+	ad->namelen = keylen;
+}
+
+/* Seals a recovery point (none stays none) into out. */
+static int
+idem_seal_point(struct idem *idem, const char *scope, const char *key,
+    const void *point, size_t len, struct buf *out)
+{
+	struct seal_ad ad;
+
+	if (len == 0)
+		return IDEM_OK;
+	idem_ad_record(&ad, "record-point", scope, key);
+	return seal_seal(idem->seal, &ad, point, len, out);
+}
+
+static int
+idem_seal_response(struct idem *idem, const char *scope, const char *key,
+    const struct rec_response *in, struct idem_sealed *out)
+{
+	struct seal_ad ad;
+	int rc;
+
+	buf_reset(&out->plain);
+	buf_reset(&out->blob);
+	idem_ad_record(&ad, "record-response", scope, key);
+	if ((rc = rec_response_pack(in, &out->plain)) != IDEM_OK ||
+	    (rc = seal_seal(idem->seal, &ad, out->plain.data, out->plain.len,
+	    &out->blob)) != IDEM_OK)
+		return rc;
+	out->ih.name = "";
+	out->ih.value = REC_SEALED_VALUE;
+	memset(&out->rr, 0, sizeof(out->rr));
+	out->rr.status = in->status;
+	out->rr.nheaders = 1;
+	out->rr.headers[0].name = (char *)"";
+	out->rr.headers[0].value = (char *)REC_SEALED_VALUE;
+	out->rr.body = (uint8_t *)out->blob.data;
+	out->rr.bodylen = out->blob.len;
+	out->ir.status = in->status;
+	out->ir.headers = &out->ih;
+	out->ir.nheaders = 1;
+	out->ir.body = out->blob.data;
+	out->ir.bodylen = out->blob.len;
+	return IDEM_OK;
+}
+
+static void
+idem_sealed_free(struct idem_sealed *s)
+{
+	buf_free(&s->plain);
+	buf_free(&s->blob);
+}
+
+int
+idem_unseal_row(const struct sealer *seal, const char *table,
+    const void *key, size_t keylen, const void *val, size_t vallen,
+    struct buf *out)
+{
+	uint8_t id[SEAL_ID_SIZE];
+	struct seal_ad ad;
+	int rc;
+
+	idem_ad_row(&ad, table, key, keylen);
+	if ((rc = seal_open(seal, &ad, val, vallen, out, id)) == IDEM_ESEAL)
+		idem_seal_log("a row", table, id);
+	return rc;
+}
+
+/* Opens a row's value into out (appended). */
+static int
+idem_open_row(struct idem *idem, const char *table, const void *key,
+    size_t keylen, const void *val, size_t vallen, struct buf *out)
+{
+	return idem_unseal_row(idem->seal, table, key, keylen, val, vallen,
+	    out);
+}
+
+static int
+idem_seal_row(struct idem *idem, const char *table, const void *key,
+    size_t keylen, const void *val, size_t vallen, struct buf *out)
+{
+	struct seal_ad ad;
+
+	idem_ad_row(&ad, table, key, keylen);
+	return seal_seal(idem->seal, &ad, val, vallen, out);
+}
+
+static void
+idem_hook_init(struct idem_hook *h, struct idem *idem, idem_tx_fn fn,
+    void *ctx, const char *scope, const char *key)
+{
+	memset(h, 0, sizeof(*h));
+	h->idem = idem;
+	h->fn = fn;
+	h->ctx = ctx;
+	h->scope = scope;
+	h->key = key;
+}
+
+/* Frees what the hook's reads opened: it has returned. */
+static void
+idem_hook_clear(struct idem_hook *h)
+{
+	size_t i;
+
+	for (i = 0; i < h->nopened; i++)
+		buf_free(&h->opened[i]);
+	h->nopened = 0;
+}
+
+static void
+idem_hook_done(struct idem_hook *h)
+{
+	idem_hook_clear(h);
+	free(h->opened);
+	buf_free(&h->scratch);
+	idem_sealed_free(&h->chosen);
+}
+
+/* A buffer that lives until the hook returns. */
+static int
+idem_hook_slot(struct idem_hook *h, struct buf **out)
+{
+	struct buf *p;
+	size_t cap;
+
+	if (h->nopened == h->capopened) {
+		cap = h->capopened != 0 ? 2 * h->capopened : 4;
+		if ((p = realloc(h->opened, cap * sizeof(*p))) == NULL)
+			return IDEM_ENOMEM;
+		h->opened = p;
+		h->capopened = cap;
+	}
+	*out = &h->opened[h->nopened++];
+	buf_init(*out);
+	return IDEM_OK;
+}
+
+static int
+idem_hook_run(void *ctx, struct idem_tx *tx)
+{
+	struct idem_hook *h = ctx;
+	struct rec_response rr;
+	int rc;
+
+	tx->seal = h;
+	rc = h->fn(h->ctx, tx);
+	idem_hook_clear(h);
+	tx->seal = NULL;
+	if (rc != IDEM_OK || h->idem->seal == NULL || tx->respond == NULL)
+		return rc;
+	/* What the hook chose is stored as the response: sealed too. */
+	if ((rc = rec_response_borrow(tx->respond, &rr)) != IDEM_OK ||
+	    (rc = idem_seal_response(h->idem, h->scope, h->key, &rr,
+	    &h->chosen)) != IDEM_OK)
+		return rc;
+	tx->respond = &h->chosen.ir;
+	return IDEM_OK;
+}
+
+/* The hook to hand the store: the wrapper, or none. */
+static idem_tx_fn
+idem_hook_fn(const struct idem_hook *h)
+{
+	return h->fn != NULL ? idem_hook_run : NULL;
+}
+
+/*
+ * A replay's stored response, opened when sealed.  A store with a key
+ * file takes only sealed responses, and one without cannot open them:
+ * either mismatch is IDEM_ESEAL, never the stored bytes as they are.
+ */
+int
+idem_unseal_response(const struct sealer *seal, const char *scope,
+    const char *key, struct rec *r, void **mem)
+{
+	struct buf plain = BUF_INIT;
+	uint8_t id[SEAL_ID_SIZE];
+	struct seal_ad ad;
+	int sealed = rec_response_is_sealed(&r->resp), rc;
+
+	if (seal == NULL && !sealed)
+		return IDEM_OK;
+	if (seal == NULL || !sealed) {
+		idem_seal_log("a stored response", sealed ? "sealed, and no "
+		    "key file is configured" : "not sealed, and a key file "
+		    "is configured", NULL);
+		return IDEM_ESEAL;
+	}
+	idem_ad_record(&ad, "record-response", scope, key);
+	rc = seal_open(seal, &ad, r->resp.body, r->resp.bodylen, &plain, id);
+	if (rc == IDEM_ESEAL)
+		idem_seal_log("a stored response", NULL, id);
+	if (rc == IDEM_OK)
+		rc = rec_response_unpack(plain.data, plain.len, &r->resp, mem);
+	buf_free(&plain);
+	return rc;
+}
+
+int
+idem_unseal_point(const struct sealer *seal, const char *scope,
+    const char *key, struct rec *r)
+{
+	struct buf plain = BUF_INIT;
+	uint8_t id[SEAL_ID_SIZE];
+	struct seal_ad ad;
+	int rc;
+
+	if (seal == NULL || r->cplen == 0)
+		return IDEM_OK;
+	idem_ad_record(&ad, "record-point", scope, key);
+	rc = seal_open(seal, &ad, r->cp, r->cplen, &plain, id);
+	if (rc != IDEM_OK) {
+		if (rc == IDEM_ESEAL)
+			idem_seal_log("a recovery point", NULL, id);
+		buf_free(&plain);
+		return rc;
+	}
+	if (plain.len == 0) {
+		buf_free(&plain);
+		rec_adopt_cp(r, NULL, 0);
+	} else
+		rec_adopt_cp(r, plain.data, plain.len);
+	return IDEM_OK;
+}
+
 int
 idem_open(const struct idem_options *opt, struct idem **out)
 {
@@ -124,7 +456,13 @@ idem_open_backend(const struct idem_options *opt,
 	sc.commit_delay_us = opt->commit_delay_us;
 	sc.tables = opt->tables;
 	sc.backend = backend;
+	if (opt->secret_file != NULL && opt->secret_file[0] != '\0' &&
+	    (rc = idem_seal_load(opt->secret_file, &idem->seal)) != IDEM_OK) {
+		free(idem);
+		return rc;
+	}
 	if ((rc = store_open(&sc, &idem->store)) != IDEM_OK) {
+		seal_free(idem->seal);
 		free(idem);
 		return rc;
 	}
@@ -145,6 +483,7 @@ idem_close(struct idem *idem)
 	if (idem == NULL)
 		return;
 	store_close(idem->store);
+	seal_free(idem->seal);
 	free(idem);
 }
 
@@ -152,6 +491,12 @@ struct store *
 store_of(struct idem *idem)
 {
 	return idem->store;
+}
+
+const struct sealer *
+idem_sealer(const struct idem *idem)
+{
+	return idem->seal;
 }
 
 uint64_t
@@ -215,16 +560,29 @@ idem_claim(struct idem_call *c, const uint8_t fp[IDEM_FP_SIZE],
 	struct idem_start st;
 	struct store_first first, *firstp = NULL;
 	struct store_claim sc;
+	struct idem_hook hk;
+	struct buf sealed = BUF_INIT;
+	void *copy;
 	int rc;
 
+	memset(&st, 0, sizeof(st));
+	idem_hook_init(&hk, idem, NULL, NULL, c->scope, c->key);
 	if (start != NULL) {
-		memset(&st, 0, sizeof(st));
 		if ((rc = start(start_ctx, &st)) != IDEM_OK)
 			return rc;
 		if (st.len > IDEM_MAX_POINT)
 			return IDEM_ETOOBIG;
+		hk.fn = st.hook;
+		hk.ctx = st.hook_ctx;
 		first = (struct store_first){ st.stage, st.point, st.len,
-		    st.hook, st.hook_ctx };
+		    idem_hook_fn(&hk), &hk };
+		if (idem->seal != NULL && st.len > 0) {
+			if ((rc = idem_seal_point(idem, c->scope, c->key,
+			    st.point, st.len, &sealed)) != IDEM_OK)
+				goto out;
+			first.cp = sealed.data;
+			first.cplen = sealed.len;
+		}
 		firstp = &first;
 	}
 	crypto_random(c->token, sizeof(c->token));
@@ -234,14 +592,34 @@ idem_claim(struct idem_call *c, const uint8_t fp[IDEM_FP_SIZE],
 	if (rc == IDEM_ELIMIT) {
 		c->verdict = IDEM_LIMITED;
 		c->retry_after = sc.retry_after;
-		return IDEM_OK;
+		rc = IDEM_OK;
+		goto out;
 	}
 	if (rc != IDEM_OK)
-		return rc;
+		goto out;
 	c->verdict = idem_of_decision[sc.decision];
 	c->retry_after = sc.retry_after;
 	c->rec = sc.rec;
-	return IDEM_OK;
+	if (idem->seal == NULL)
+		goto out;
+	if (c->verdict == IDEM_RUN && st.len > 0) {
+		/* Ours, just written: no need to open what we sealed. */
+		if ((copy = malloc(st.len)) == NULL) {
+			rc = IDEM_ENOMEM;
+			goto out;
+		}
+		memcpy(copy, st.point, st.len);
+		rec_adopt_cp(&c->rec, copy, st.len);
+	} else if (c->verdict == IDEM_RESUME &&
+	    (rc = idem_unseal_point(idem->seal, c->scope, c->key, &c->rec)) !=
+	    IDEM_OK)
+		/* Let the next retry see the same answer at once. */
+		(void)store_abandon(idem->store, c->scope, c->key, c->token,
+		    idem_now_ms(idem));
+out:
+	buf_free(&sealed);
+	idem_hook_done(&hk);
+	return rc;
 }
 
 static int
@@ -293,6 +671,9 @@ idem_begin(struct idem *idem, const char *scope, const char *key,
 	metrics_inc(idem_verdict_metric[c->verdict]);
 	switch (c->verdict) {
 	case IDEM_REPLAY:
+		if ((rc = idem_unseal_response(idem->seal, c->scope, c->key,
+		    &c->rec, &c->resp_mem)) != IDEM_OK)
+			goto fail;
 		idem_call_view(c);
 		break;
 	case IDEM_CONFLICT:
@@ -364,6 +745,7 @@ idem_checkpoint(struct idem_call *c, uint32_t stage, const void *point,
     size_t len)
 {
 	struct idem *idem = c->idem;
+	struct buf sealed = BUF_INIT;
 	uint8_t *copy = NULL;
 	int rc;
 
@@ -378,8 +760,16 @@ idem_checkpoint(struct idem_call *c, uint32_t stage, const void *point,
 			return IDEM_ENOMEM;
 		memcpy(copy, point, len);
 	}
+	if (idem->seal != NULL && (rc = idem_seal_point(idem, c->scope,
+	    c->key, point, len, &sealed)) != IDEM_OK) {
+		free(copy);
+		return rc;
+	}
 	rc = store_checkpoint(idem->store, c->scope, c->key, c->token, stage,
-	    point, len, idem_now_ms(idem), idem->lease_ms);
+	    sealed.len > 0 ? sealed.data : point,
+	    sealed.len > 0 ? sealed.len : len, idem_now_ms(idem),
+	    idem->lease_ms);
+	buf_free(&sealed);
 	if (rc != IDEM_OK) {
 		free(copy);
 		if (rc == IDEM_ELOST)
@@ -396,15 +786,30 @@ idem_finish(struct idem_call *c, const struct idem_response *resp,
     idem_tx_fn hook, void *hook_ctx)
 {
 	struct idem *idem = c->idem;
+	struct idem_sealed own;
+	struct idem_hook hk;
 	struct rec_response rr;
+	const struct rec_response *stored = &rr;
 	int rc;
 
 	if (!c->claimed || resp == NULL)
 		return IDEM_EINVAL;
 	if ((rc = rec_response_borrow(resp, &rr)) != IDEM_OK)
 		return rc;
-	rc = store_complete(idem->store, c->scope, c->key, c->token, &rr, hook,
-	    hook_ctx, idem_now_ms(idem), idem->ttl_ms);
+	memset(&own, 0, sizeof(own));
+	if (idem->seal != NULL) {
+		if ((rc = idem_seal_response(idem, c->scope, c->key, &rr,
+		    &own)) != IDEM_OK) {
+			idem_sealed_free(&own);
+			return rc;
+		}
+		stored = &own.rr;
+	}
+	idem_hook_init(&hk, idem, hook, hook_ctx, c->scope, c->key);
+	rc = store_complete(idem->store, c->scope, c->key, c->token, stored,
+	    idem_hook_fn(&hk), &hk, idem_now_ms(idem), idem->ttl_ms);
+	idem_hook_done(&hk);
+	idem_sealed_free(&own);
 	if (rc == IDEM_ELOST)
 		metrics_inc(METRIC_LOST);
 	if (rc != IDEM_OK)
@@ -418,12 +823,15 @@ int
 idem_release(struct idem_call *c, idem_tx_fn hook, void *hook_ctx)
 {
 	struct idem *idem = c->idem;
+	struct idem_hook hk;
 	int rc;
 
 	if (!c->claimed)
 		return IDEM_EINVAL;
-	rc = store_release(idem->store, c->scope, c->key, c->token, hook,
-	    hook_ctx);
+	idem_hook_init(&hk, idem, hook, hook_ctx, c->scope, c->key);
+	rc = store_release(idem->store, c->scope, c->key, c->token,
+	    idem_hook_fn(&hk), &hk);
+	idem_hook_done(&hk);
 	if (rc == IDEM_OK)
 		metrics_inc(METRIC_RELEASES);
 	else if (rc != IDEM_ELOST &&
@@ -457,23 +865,59 @@ idem_call_free(struct idem_call *c)
 	if (c->claimed)
 		metrics_observe_run_ms(idem_now_ms(c->idem) - c->start_ms);
 	rec_free(&c->rec);
+	free(c->resp_mem);
 	free(c->scope);
 	free(c->key);
 	free(c);
+}
+
+/* The hook's wrapper when the handle seals, else NULL. */
+static struct idem_hook *
+idem_tx_sealing(const struct idem_tx *tx)
+{
+	struct idem_hook *h = tx->seal;
+
+	return h != NULL && h->idem->seal != NULL ? h : NULL;
 }
 
 int
 idem_tx_get(struct idem_tx *tx, const char *table, const void *key,
     size_t keylen, const void **val, size_t *vallen)
 {
-	return store_tx_get(tx, table, key, keylen, val, vallen);
+	struct idem_hook *h = idem_tx_sealing(tx);
+	const void *raw;
+	size_t rawlen;
+	struct buf *b;
+	int rc;
+
+	if (h == NULL)
+		return store_tx_get(tx, table, key, keylen, val, vallen);
+	if ((rc = store_tx_get(tx, table, key, keylen, &raw, &rawlen)) !=
+	    IDEM_OK ||
+	    (rc = idem_hook_slot(h, &b)) != IDEM_OK ||
+	    (rc = idem_open_row(h->idem, table, key, keylen, raw, rawlen,
+	    b)) != IDEM_OK)
+		return rc;
+	*val = b->data;
+	*vallen = b->len;
+	return IDEM_OK;
 }
 
 int
 idem_tx_put(struct idem_tx *tx, const char *table, const void *key,
     size_t keylen, const void *val, size_t vallen)
 {
-	return store_tx_put(tx, table, key, keylen, val, vallen);
+	struct idem_hook *h = idem_tx_sealing(tx);
+	int rc;
+
+	if (h == NULL)
+		return store_tx_put(tx, table, key, keylen, val, vallen);
+	buf_reset(&h->scratch);
+	if ((rc = idem_seal_row(h->idem, table, key, keylen, val, vallen,
+	    &h->scratch)) != IDEM_OK)
+		return rc;
+	return store_tx_put(tx, table, key, keylen, h->scratch.data,
+	    h->scratch.len);
 }
 
 int
@@ -490,6 +934,26 @@ idem_tx_respond(struct idem_tx *tx, const struct idem_response *resp)
 	    resp->nheaders > IDEM_MAX_HEADERS)
 		return IDEM_EINVAL;
 	tx->respond = resp;
+	return IDEM_OK;
+}
+
+/* Replaces the sealed value in b with its plaintext, when sealing. */
+static int
+idem_row_opened(struct idem *idem, const char *table, const void *key,
+    size_t keylen, struct buf *b)
+{
+	struct buf plain = BUF_INIT;
+	int rc;
+
+	if (idem->seal == NULL)
+		return IDEM_OK;
+	if ((rc = idem_open_row(idem, table, key, keylen, b->data, b->len,
+	    &plain)) != IDEM_OK) {
+		buf_free(&plain);
+		return rc;
+	}
+	buf_free(b);
+	*b = plain;
 	return IDEM_OK;
 }
 
@@ -516,7 +980,8 @@ idem_row_get(struct idem *idem, const char *table, const void *key,
 
 	*val = NULL;
 	*vallen = 0;
-	if ((rc = store_get(idem->store, table, key, keylen, &b)) == IDEM_OK)
+	if ((rc = store_get(idem->store, table, key, keylen, &b)) == IDEM_OK &&
+	    (rc = idem_row_opened(idem, table, key, keylen, &b)) == IDEM_OK)
 		idem_buf_give(&b, val, vallen);
 	buf_free(&b);
 	return rc;
@@ -527,31 +992,405 @@ idem_row_insert_once(struct idem *idem, const char *table,
     const void *key, size_t keylen, const void *val, size_t vallen,
     void **existing, size_t *existinglen)
 {
-	struct buf b = BUF_INIT;
-	int rc;
+	struct buf b = BUF_INIT, sealed = BUF_INIT;
+	int rc, orc;
 
 	if (existing != NULL) {
 		*existing = NULL;
 		*existinglen = 0;
 	}
+	if (idem->seal != NULL && (rc = idem_seal_row(idem, table, key, keylen,
+	    val, vallen, &sealed)) != IDEM_OK)
+		return rc;
+	if (idem->seal != NULL) {
+		val = sealed.data;
+		vallen = sealed.len;
+	}
 	rc = store_insert_once(idem->store, table, key, keylen, val, vallen,
 	    existing != NULL ? &b : NULL);
-	if (rc == IDEM_EEXIST && existing != NULL)
-		idem_buf_give(&b, existing, existinglen);
+	buf_free(&sealed);
+	if (rc == IDEM_EEXIST && existing != NULL) {
+		if ((orc = idem_row_opened(idem, table, key, keylen, &b)) !=
+		    IDEM_OK)
+			rc = orc;
+		else
+			idem_buf_give(&b, existing, existinglen);
+	}
 	buf_free(&b);
 	return rc;
+}
+
+/* A scan of sealed rows: each value opened before fn sees it. */
+struct idem_scan {
+	struct idem *idem;
+	const char *table;
+	idem_row_fn fn;
+	void *ctx;
+	struct buf plain;
+	int rc;
+};
+
+static int
+idem_scan_one(void *ctx, const void *key, size_t keylen, const void *val,
+    size_t vallen)
+{
+	struct idem_scan *sc = ctx;
+
+	buf_reset(&sc->plain);
+	if ((sc->rc = idem_open_row(sc->idem, sc->table, key, keylen, val,
+	    vallen, &sc->plain)) != IDEM_OK)
+		return 1;
+	return sc->fn(sc->ctx, key, keylen, sc->plain.data, sc->plain.len);
 }
 
 int
 idem_row_scan(struct idem *idem, const char *table, const void *prefix,
     size_t prefixlen, int reverse, size_t limit, idem_row_fn fn, void *ctx)
 {
-	return store_scan(idem->store, table, prefix, prefixlen, reverse,
-	    limit, fn, ctx);
+	struct idem_scan sc = { idem, table, fn, ctx, BUF_INIT, IDEM_OK };
+	int rc;
+
+	if (idem->seal == NULL)
+		return store_scan(idem->store, table, prefix, prefixlen,
+		    reverse, limit, fn, ctx);
+	rc = store_scan(idem->store, table, prefix, prefixlen, reverse, limit,
+	    idem_scan_one, &sc);
+	buf_free(&sc.plain);
+	return sc.rc != IDEM_OK ? sc.rc : rc;
 }
 
 int
 idem_row_count(struct idem *idem, const char *table, size_t *n)
 {
 	return store_count(idem->store, table, n);
+}
+
+/* Key rolling: see store.h. */
+
+struct idem_stale {
+	const struct sealer *seal;
+	struct buf *keys;
+	size_t n;
+	int rc;
+};
+
+static int
+idem_stale_one(void *ctx, const void *key, size_t keylen, const void *val,
+    size_t vallen)
+{
+	struct idem_stale *st = ctx;
+
+	(void)keylen;
+	if (seal_is_current(st->seal, val, vallen))
+		return 0;
+	if (keylen > UINT16_MAX ||
+	    (st->rc = buf_put_u16(st->keys, (uint16_t)keylen)) != IDEM_OK ||
+	    (st->rc = buf_append(st->keys, key, keylen)) != IDEM_OK)
+		return 1;
+	st->n++;
+	return 0;
+}
+
+int
+idem_reseal_scan(struct idem *idem, const char *table, struct buf *keys,
+    size_t *n)
+{
+	struct idem_stale st = { idem->seal, keys, 0, IDEM_OK };
+	int rc;
+
+	*n = 0;
+	if (idem->seal == NULL)
+		return IDEM_EINVAL;
+	rc = store_scan(idem->store, table, NULL, 0, 0, 0, idem_stale_one,
+	    &st);
+	*n = st.n;
+	return st.rc != IDEM_OK ? st.rc : rc;
+}
+
+struct idem_reseal {
+	struct idem *idem;
+	const char *table;
+	const struct buf *keys;
+	size_t off;          /* where this batch starts */
+	size_t end;          /* where it ends, once run */
+	size_t n;
+	int plaintext;
+	size_t moved;
+	size_t failed;
+	struct buf plain;
+	struct buf sealed;
+};
+
+/* One row, inside the batch's write transaction. */
+static int
+idem_reseal_one(struct idem_reseal *r, struct idem_tx *tx, const void *key,
+    size_t keylen)
+{
+	struct seal_ad ad;
+	const void *val;
+	size_t vallen;
+	uint8_t id[SEAL_ID_SIZE];
+	int rc;
+
+	rc = store_tx_get(tx, r->table, key, keylen, &val, &vallen);
+	if (rc == IDEM_ENOTFOUND)
+		return IDEM_OK;
+	if (rc != IDEM_OK)
+		return rc;
+	if (seal_is_current(r->idem->seal, val, vallen))
+		return IDEM_OK;
+	buf_reset(&r->plain);
+	buf_reset(&r->sealed);
+	idem_ad_row(&ad, r->table, key, keylen);
+	rc = seal_open(r->idem->seal, &ad, val, vallen, &r->plain, id);
+	if (rc == IDEM_ESEAL) {
+		size_t i;
+		int known = 0;
+
+		for (i = 0; i < r->idem->seal->nkeys; i++)
+			known |= seal_value_id(val, vallen, id) == IDEM_OK &&
+			    memcmp(id, r->idem->seal->keys[i].id,
+			    SEAL_ID_SIZE) == 0;
+		if (!r->plaintext || known) {
+			idem_seal_log("a row", r->table, id);
+			r->failed++;
+			return IDEM_OK;
+		}
+		buf_reset(&r->plain);
+		rc = buf_append(&r->plain, val, vallen);
+	}
+	if (rc != IDEM_OK ||
+	    (rc = seal_seal(r->idem->seal, &ad, r->plain.data, r->plain.len,
+	    &r->sealed)) != IDEM_OK ||
+	    (rc = store_tx_put(tx, r->table, key, keylen, r->sealed.data,
+	    r->sealed.len)) != IDEM_OK)
+		return rc;
+	r->moved++;
+	return IDEM_OK;
+}
+
+/* The batch's hook: it may run more than once, so it starts afresh. */
+static int
+idem_reseal_hook(void *ctx, struct idem_tx *tx)
+{
+	struct idem_reseal *r = ctx;
+	const uint8_t *key;
+	struct rd rd;
+	uint16_t len;
+	size_t i;
+	int rc;
+
+	r->moved = r->failed = 0;
+	rd_init(&rd, r->keys->data + r->off, r->keys->len - r->off);
+	for (i = 0; i < r->n && rd.left > 0; i++) {
+		if ((rc = rd_u16(&rd, &len)) != IDEM_OK ||
+		    (rc = rd_bytes(&rd, len, &key)) != IDEM_OK ||
+		    (rc = idem_reseal_one(r, tx, key, len)) != IDEM_OK)
+			return rc;
+	}
+	r->end = r->keys->len - rd.left;
+	return IDEM_OK;
+}
+
+/*
+ * The batch runs as the hook of a claim of a key of its own, in a scope
+ * no principal can have, released at once: the one write transaction
+ * with a hook that every backend offers.
+ */
+#define IDEM_RESEAL_SCOPE "idem:reseal"
+
+int
+idem_reseal_rows(struct idem *idem, const char *table,
+    const struct buf *keys, size_t *off, size_t n, int plaintext,
+    size_t *moved, size_t *failed)
+{
+	struct idem_reseal r;
+	struct store_first first = { 0, NULL, 0, idem_reseal_hook, &r };
+	struct store_claim sc;
+	uint8_t fp[FP_SIZE], token[REC_TOKEN_SIZE], raw[16];
+	char key[2 * sizeof(raw) + 1];
+	int rc;
+
+	*moved = *failed = 0;
+	if (idem->seal == NULL)
+		return IDEM_EINVAL;
+	memset(&r, 0, sizeof(r));
+	r.idem = idem;
+	r.table = table;
+	r.keys = keys;
+	r.off = r.end = *off;
+	r.n = n;
+	r.plaintext = plaintext;
+	memset(fp, 0, sizeof(fp));
+	crypto_random(token, sizeof(token));
+	crypto_random(raw, sizeof(raw));
+	crypto_hex(raw, sizeof(raw), key);
+	memset(&sc, 0, sizeof(sc));
+	rc = store_claim(idem->store, IDEM_RESEAL_SCOPE, key, fp, token,
+	    idem_now_ms(idem), idem->lease_ms, idem->lease_ms, &first, &sc);
+	rec_free(&sc.rec);
+	if (rc == IDEM_OK && sc.decision != ENGINE_CLAIM)
+		rc = IDEM_EIO;
+	if (rc == IDEM_OK) {
+		/* A claim left behind expires with its lease. */
+		(void)store_release(idem->store, IDEM_RESEAL_SCOPE, key,
+		    token, NULL, NULL);
+		*off = r.end;
+		*moved = r.moved;
+		*failed = r.failed;
+	}
+	buf_free(&r.plain);
+	buf_free(&r.sealed);
+	return rc;
+}
+
+/* Whether r holds a sealed part not sealed under the current key. */
+static int
+idem_rec_stale(const struct sealer *seal, const struct rec *r)
+{
+	return r->state == REC_COMPLETED ?
+	    !rec_response_is_sealed(&r->resp) ||
+	    !seal_is_current(seal, r->resp.body, r->resp.bodylen) :
+	    r->cplen > 0 && !seal_is_current(seal, r->cp, r->cplen);
+}
+
+static int
+idem_stale_record(void *ctx, const char *scope, const char *key,
+    const struct rec *r)
+{
+	struct idem_stale *st = ctx;
+
+	if (!idem_rec_stale(st->seal, r))
+		return 0;
+	if (st->keys != NULL &&
+	    ((st->rc = buf_append(st->keys, scope, strlen(scope) + 1)) !=
+	    IDEM_OK ||
+	    (st->rc = buf_append(st->keys, key, strlen(key) + 1)) != IDEM_OK))
+		return 1;
+	st->n++;
+	return 0;
+}
+
+int
+idem_reseal_record_scan(struct idem *idem, struct buf *list, size_t *n)
+{
+	struct idem_stale st = { idem->seal, list, 0, IDEM_OK };
+	int rc;
+
+	*n = 0;
+	if (idem->seal == NULL)
+		return IDEM_EINVAL;
+	rc = store_each(idem->store, idem_stale_record, &st);
+	*n = st.n;
+	return st.rc != IDEM_OK ? st.rc : rc;
+}
+
+/* What a record batch rewrites with; parts live until the next record. */
+struct idem_rekey_rec {
+	struct idem *idem;
+	struct idem_sealed sealed;
+	struct buf plain;
+	struct buf point;
+	void *mem;
+};
+
+/*
+ * One record, inside the batch's write transaction.  Only what is
+ * sealed under an older key is rewritten: a response in the clear is
+ * left for its TTL, and one that does not open is left (and logged).
+ */
+static int
+idem_rekey_rec(void *ctx, const char *scope, const char *key, struct rec *r,
+    int *changed)
+{
+	struct idem_rekey_rec *x = ctx;
+	const struct sealer *seal = x->idem->seal;
+	uint8_t id[SEAL_ID_SIZE];
+	struct seal_ad ad;
+	void *mem = NULL;
+	int rc;
+
+	if (!idem_rec_stale(seal, r))
+		return IDEM_OK;
+	if (r->state == REC_COMPLETED) {
+		if (!rec_response_is_sealed(&r->resp))
+			return IDEM_OK;
+		if ((rc = idem_unseal_response(seal, scope, key, r, &mem)) !=
+		    IDEM_OK)
+			return rc == IDEM_ESEAL ? IDEM_OK : rc;
+		free(x->mem);
+		x->mem = mem;
+		if ((rc = idem_seal_response(x->idem, scope, key, &r->resp,
+		    &x->sealed)) != IDEM_OK)
+			return rc;
+		r->resp = x->sealed.rr;
+		*changed = 1;
+		return IDEM_OK;
+	}
+	buf_reset(&x->plain);
+	buf_reset(&x->point);
+	idem_ad_record(&ad, "record-point", scope, key);
+	if ((rc = seal_open(seal, &ad, r->cp, r->cplen, &x->plain, id)) !=
+	    IDEM_OK) {
+		if (rc == IDEM_ESEAL)
+			idem_seal_log("a recovery point", NULL, id);
+		return rc == IDEM_ESEAL ? IDEM_OK : rc;
+	}
+	if ((rc = idem_seal_point(x->idem, scope, key, x->plain.data,
+	    x->plain.len, &x->point)) != IDEM_OK)
+		return rc;
+	r->cp = (uint8_t *)x->point.data;
+	r->cplen = x->point.len;
+	*changed = 1;
+	return IDEM_OK;
+}
+
+int
+idem_reseal_record_batch(struct idem *idem, const struct buf *list,
+    size_t *off, size_t n)
+{
+	struct idem_rekey_rec x;
+	const char **scopes, **keys;
+	size_t i, pos = *off;
+	int rc;
+
+	if (idem->seal == NULL)
+		return IDEM_EINVAL;
+	if ((scopes = calloc(n + 1, sizeof(*scopes))) == NULL ||
+	    (keys = calloc(n + 1, sizeof(*keys))) == NULL) {
+		free(scopes);
+		return IDEM_ENOMEM;
+	}
+	for (i = 0; i < n && pos < list->len; i++) {
+		scopes[i] = list->data + pos;
+		pos += strlen(scopes[i]) + 1;
+		keys[i] = list->data + pos;
+		pos += strlen(keys[i]) + 1;
+	}
+	memset(&x, 0, sizeof(x));
+	x.idem = idem;
+	rc = store_reseal(idem->store, scopes, keys, i, idem_rekey_rec, &x);
+	if (rc == IDEM_OK)
+		*off = pos;
+	idem_sealed_free(&x.sealed);
+	buf_free(&x.plain);
+	buf_free(&x.point);
+	free(x.mem);
+	free(scopes);
+	free(keys);
+	return rc;
+}
+
+int
+idem_reseal_records(struct idem *idem, size_t *stale)
+{
+	struct idem_stale st = { idem->seal, NULL, 0, IDEM_OK };
+	int rc;
+
+	*stale = 0;
+	if (idem->seal == NULL)
+		return IDEM_EINVAL;
+	rc = store_each(idem->store, idem_stale_record, &st);
+	*stale = st.n;
+	return rc;
 }

@@ -57,6 +57,8 @@ enum idem_err {
 	IDEM_ETOOBIG,   /* a value exceeds a limit */
 	IDEM_ELIMIT,    /* the scope holds as many live keys as it may */
 	IDEM_EREFUSED,  /* an application hook refused (see idem_tx_fn) */
+	IDEM_ESEAL,     /* a sealed value did not open: wrong or unknown key,
+	                   changed bytes, or moved to another place */
 	IDEM_ERR__MAX
 };
 
@@ -135,6 +137,14 @@ struct idem_options {
 	idem_clock_fn clock;       /* NULL: the system clock */
 	void *clock_ctx;
 	int read_only;             /* no writes: for operators' tools */
+	/*
+	 * A key file (made by idemctl new-secret): when set, stored
+	 * responses, recovery points and rows are sealed at rest with
+	 * XChaCha20-Poly1305 under its first key, and opened under any key
+	 * it lists; a value that does not open is IDEM_ESEAL.  NULL: the
+	 * store keeps them in the clear.
+	 */
+	const char *secret_file;
 };
 
 #define IDEM_MAX_TABLES 16

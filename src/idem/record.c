@@ -320,3 +320,53 @@ rec_response_borrow(const struct idem_response *src, struct rec_response *dst)
 	dst->bodylen = src->bodylen;
 	return IDEM_OK;
 }
+
+int
+rec_response_is_sealed(const struct rec_response *resp)
+{
+	return resp->nheaders == 1 && resp->headers[0].name != NULL &&
+	    resp->headers[0].name[0] == '\0' &&
+	    resp->headers[0].value != NULL &&
+	    strcmp(resp->headers[0].value, REC_SEALED_VALUE) == 0;
+}
+
+int
+rec_response_pack(const struct rec_response *resp, struct buf *out)
+{
+	size_t start = out->len;
+	int rc;
+
+	if ((rc = rec_check_response(resp)) != IDEM_OK)
+		return rc;
+	if ((rc = rec_put_response(out, resp)) != IDEM_OK) {
+		out->len = start;
+		if (out->data != NULL)
+			out->data[start] = '\0';
+	}
+	return rc;
+}
+
+int
+rec_response_unpack(const void *data, size_t len, struct rec_response *resp,
+    void **mem)
+{
+	struct rec_block b;
+	struct rd rd;
+	int rc;
+
+	memset(resp, 0, sizeof(*resp));
+	*mem = NULL;
+	if (len > SIZE_MAX - 2 * REC_MAX_HEADERS ||
+	    (*mem = malloc(len + 2 * REC_MAX_HEADERS)) == NULL)
+		return IDEM_ENOMEM;
+	b.p = *mem;
+	rd_init(&rd, data, len);
+	if ((rc = rec_get_response(&rd, &b, resp)) == IDEM_OK && rd.left != 0)
+		rc = IDEM_ECORRUPT;
+	if (rc != IDEM_OK) {
+		free(*mem);
+		*mem = NULL;
+		memset(resp, 0, sizeof(*resp));
+	}
+	return rc;
+}

@@ -18,7 +18,8 @@
 #define REC_VERSION 1
 #define REC_TOKEN_SIZE 16
 #define REC_MAX_HEADERS 8
-#define REC_MAX_CHECKPOINT 4096
+/* A recovery point of IDEM_MAX_POINT bytes, sealed (seal.h) or not. */
+#define REC_MAX_CHECKPOINT (IDEM_MAX_POINT + 64)
 
 enum rec_state {
 	REC_IN_PROGRESS = 1,
@@ -93,5 +94,28 @@ void rec_adopt_cp(struct rec *r, void *cp, size_t len);
  */
 int rec_response_borrow(const struct idem_response *src,
     struct rec_response *dst);
+
+/*
+ * A sealed response (see idem.c) is stored as its status, one header
+ * with the empty name (no HTTP field has it) and REC_SEALED_VALUE as
+ * its marker, and a body that is the sealing of rec_response_pack's
+ * encoding of the whole response.
+ */
+#define REC_SEALED_VALUE "idem-sealed-v1"
+int rec_response_is_sealed(const struct rec_response *resp);
+
+/*
+ * Appends resp's encoding (status, headers, body, as in a record) to
+ * out.  IDEM_OK, IDEM_ENOMEM, IDEM_EINVAL, IDEM_ETOOBIG.
+ */
+int rec_response_pack(const struct rec_response *resp, struct buf *out);
+
+/*
+ * Decodes rec_response_pack's encoding into *resp, whose parts all live
+ * in one allocation, *mem (the caller frees it).  IDEM_ECORRUPT,
+ * IDEM_ENOMEM.
+ */
+int rec_response_unpack(const void *data, size_t len,
+    struct rec_response *resp, void **mem);
 
 #endif

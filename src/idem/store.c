@@ -164,6 +164,15 @@ store_count(struct store *s, const char *table, size_t *n)
 }
 
 int
+store_reseal(struct store *s, const char *const *scopes,
+    const char *const *keys, size_t n, store_reseal_fn fn, void *ctx)
+{
+	if (s->ops->reseal == NULL)
+		return IDEM_EINVAL;
+	return s->ops->reseal(s, scopes, keys, n, fn, ctx);
+}
+
+int
 store_tx_get(struct idem_tx *tx, const char *table, const void *key,
     size_t keylen, const void **val, size_t *vallen)
 {

@@ -96,6 +96,11 @@ struct idem_tx {
 	void *impl;
 	int may_respond;                     /* in store_complete's hook */
 	const struct idem_response *respond; /* set by idem_tx_respond */
+	/*
+	 * Set by idem.c's wrapper around every application hook (NULL
+	 * outside one): what seals and opens the rows the hook touches.
+	 */
+	void *seal;
 };
 
 /*
@@ -276,6 +281,20 @@ int store_each_pending(struct store *s, store_each_fn fn, void *ctx);
 /* Number of rows in table. */
 int store_count(struct store *s, const char *table, size_t *n);
 
+/*
+ * Rewrites records in place, for key rolling: in one write transaction,
+ * for each of the n (scope, key) pairs, reads the record (one that is
+ * gone is skipped) and calls fn, which may change its recovery point or
+ * response (borrowing memory of its own, valid until the next call) and
+ * sets *changed; a changed record is written back with its index entry
+ * as it was (fn changes no time or state).  IDEM_EINVAL from a backend
+ * without it (the PostgreSQL one, for now).
+ */
+typedef int (*store_reseal_fn)(void *ctx, const char *scope,
+    const char *key, struct rec *r, int *changed);
+int store_reseal(struct store *s, const char *const *scopes,
+    const char *const *keys, size_t n, store_reseal_fn fn, void *ctx);
+
 /* Rows inside a hook's transaction: see idem_tx_get in idem.h. */
 int store_tx_get(struct idem_tx *tx, const char *table, const void *key,
     size_t keylen, const void **val, size_t *vallen);
@@ -329,6 +348,9 @@ struct store_ops {
 	    size_t keylen, const void *val, size_t vallen);
 	int (*tx_del)(struct idem_tx *tx, const char *table, const void *key,
 	    size_t keylen);
+	/* Optional (NULL: IDEM_EINVAL). */
+	int (*reseal)(struct store *s, const char *const *scopes,
+	    const char *const *keys, size_t n, store_reseal_fn fn, void *ctx);
 };
 
 /*
@@ -343,6 +365,64 @@ int idem_open_backend(const struct idem_options *opt,
  * (the completer's walk of stuck claims); borrowed for the handle's life.
  */
 struct store *store_of(struct idem *idem);
+
+/*
+ * What idem.c does to what it reads, for readers of the store below it
+ * (a simulator's checks): with seal NULL, a sealed value is refused and
+ * any other left as it is.  idem_unseal_response opens a completed
+ * record's sealed response into r->resp, whose parts then live in *mem
+ * (the caller frees it; r->mem still holds the rest).
+ * idem_unseal_point opens an in-progress record's recovery point in
+ * place.  idem_unseal_row appends a row's plaintext to out.  IDEM_ESEAL
+ * (logged, with the key id), IDEM_ECORRUPT, IDEM_ENOMEM.
+ */
+struct sealer;
+int idem_unseal_response(const struct sealer *seal, const char *scope,
+    const char *key, struct rec *r, void **mem);
+int idem_unseal_point(const struct sealer *seal, const char *scope,
+    const char *key, struct rec *r);
+/* The handle's sealer (NULL: values in the clear), for those readers. */
+const struct sealer *idem_sealer(const struct idem *idem);
+int idem_unseal_row(const struct sealer *seal, const char *table,
+    const void *key, size_t keylen, const void *val, size_t vallen,
+    struct buf *out);
+
+/*
+ * Key rolling (idemctl rekey).  idem_reseal_scan lists the keys of the
+ * rows of table that are not sealed under the handle's current key, in
+ * key order, into *keys (each a u16 length and the bytes; the caller
+ * frees it with buf_free), and their number into *n, from one read
+ * transaction.  idem_reseal_rows rewrites the rows of up to n of those
+ * keys (read from keys at *off, which it advances) under the current key,
+ * in one write transaction, re-reading each inside it: a row that was
+ * deleted or rewritten meanwhile is left as it is.  With plaintext set,
+ * a value that is not a sealed value of a key the file lists is taken
+ * as stored in the clear (a store that was written before it had a key
+ * file) and sealed; without it, such a value is counted in *failed and
+ * left.  *moved counts the rows rewritten.  Both need a handle with a
+ * key file: IDEM_EINVAL otherwise.
+ */
+int idem_reseal_scan(struct idem *idem, const char *table, struct buf *keys,
+    size_t *n);
+int idem_reseal_rows(struct idem *idem, const char *table,
+    const struct buf *keys, size_t *off, size_t n, int plaintext,
+    size_t *moved, size_t *failed);
+
+/*
+ * idem_reseal_records counts the idempotency records with a recovery
+ * point or a response that is not sealed under the current key.
+ * idem_reseal_record_scan lists them ((scope NUL key NUL) each, *n of
+ * them) from one read; idem_reseal_record_batch rewrites up to n of
+ * them from *off (which it advances) under the current key in one write
+ * transaction (store_reseal), each read again inside it: a record that
+ * changed meanwhile is rewritten as it now is, one gone is skipped, one
+ * that does not open is left (logged).  IDEM_EINVAL from a backend that
+ * cannot rewrite records (PostgreSQL, for now): those go with their TTL.
+ */
+int idem_reseal_records(struct idem *idem, size_t *stale);
+int idem_reseal_record_scan(struct idem *idem, struct buf *list, size_t *n);
+int idem_reseal_record_batch(struct idem *idem, const struct buf *list,
+    size_t *off, size_t n);
 
 /* The LMDB backend (store_lmdb*.c). */
 extern const struct store_ops store_lmdb_ops;

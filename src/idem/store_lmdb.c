@@ -655,4 +655,5 @@ const struct store_ops store_lmdb_ops = {
 	.tx_get = lstore_tx_get,
 	.tx_put = lstore_tx_put,
 	.tx_del = lstore_tx_del,
+	.reseal = lstore_reseal,
 };

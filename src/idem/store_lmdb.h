@@ -176,6 +176,8 @@ int lstore_write(struct lstore *s, store_job_fn fn, void *arg);
 int lstore_table(const struct lstore *s, const char *name, MDB_dbi *dbi);
 
 /* store_lmdb_rec.c */
+int lstore_reseal(struct store *base, const char *const *scopes,
+    const char *const *keys, size_t n, store_reseal_fn fn, void *ctx);
 int lstore_rec_get(struct lstore *s, MDB_txn *txn, const struct store_key *k,
     struct rec *r);
 int lstore_rec_put(struct lstore *s, MDB_txn *txn, const struct store_key *k,

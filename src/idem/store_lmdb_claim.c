@@ -545,3 +545,53 @@ lstore_abandon(struct store *base, const char *scope, const char *key,
 	a.now_ms = now_ms;
 	return lstore_own_write(lstore_of(base), scope, key, token, &a);
 }
+
+/* Key rolling (store_reseal): records rewritten in place. */
+struct store_reseal_job {
+	const char *const *scopes;
+	const char *const *keys;
+	size_t n;
+	store_reseal_fn fn;
+	void *ctx;
+};
+
+static int
+lstore_reseal_run(struct lstore *s, MDB_txn *txn, void *arg, int *wrote)
+{
+	struct store_reseal_job *a = arg;
+	struct store_key k;
+	struct rec cur;
+	size_t i;
+	int rc = IDEM_OK, changed;
+
+	for (i = 0; i < a->n && rc == IDEM_OK; i++) {
+		if ((rc = lstore_key_make(s, a->scopes[i], a->keys[i], &k)) !=
+		    IDEM_OK)
+			break;
+		if ((rc = lstore_rec_get(s, txn, &k, &cur)) == IDEM_ENOTFOUND) {
+			rc = IDEM_OK;
+			continue;
+		}
+		if (rc != IDEM_OK)
+			break;
+		changed = 0;
+		if ((rc = a->fn(a->ctx, a->scopes[i], a->keys[i], &cur,
+		    &changed)) == IDEM_OK && changed) {
+			if ((rc = lstore_rec_put(s, txn, &k, &cur)) == IDEM_OK)
+				*wrote = 1;
+		}
+		rec_free(&cur);
+	}
+	if (rc != IDEM_OK && *wrote)
+		*wrote = LSTORE_TAINTED;
+	return rc;
+}
+
+int
+lstore_reseal(struct store *base, const char *const *scopes,
+    const char *const *keys, size_t n, store_reseal_fn fn, void *ctx)
+{
+	struct store_reseal_job a = { scopes, keys, n, fn, ctx };
+
+	return lstore_write(lstore_of(base), lstore_reseal_run, &a);
+}

@@ -23,6 +23,7 @@
 #include "metrics.h"
 #include "problem.h"
 #include "provider.h"
+#include "seal.h"
 #include "store.h"
 
 /*
@@ -49,6 +50,23 @@ app_open(const struct config *cfg, struct app **out, char *err, size_t errlen)
 	return app_open_with(cfg, NULL, out, err, errlen);
 }
 
+/*
+ * A key file that cannot be read or parsed stops the worker at start,
+ * with the reason, rather than answering every request with a 503.
+ */
+static int
+app_check_secret(const struct config *cfg, char *err, size_t errlen)
+{
+	struct sealer *s;
+
+	if (cfg->secret_file[0] == '\0')
+		return 0;
+	if (seal_load(cfg->secret_file, &s, err, errlen) != IDEM_OK)
+		return -1;
+	seal_free(s);
+	return 0;
+}
+
 int
 app_open_with(const struct config *cfg, const struct app_inject *inj,
     struct app **out, char *err, size_t errlen)
@@ -69,7 +87,8 @@ app_open_with(const struct config *cfg, const struct app_inject *inj,
 		free(a);
 		return -1;
 	}
-	if (auth_keys_load(cfg->keys_file, &a->keys, err, errlen) != 0) {
+	if (app_check_secret(cfg, err, errlen) != 0 ||
+	    auth_keys_load(cfg->keys_file, &a->keys, err, errlen) != 0) {
 		pthread_mutex_destroy(&a->open_mu);
 		free(a);
 		return -1;
@@ -116,6 +135,8 @@ app_open_locked(struct app *a)
 		.tables = pay_tables,
 		.clock = a->inj.clock,
 		.clock_ctx = a->inj.clock_ctx,
+		.secret_file = a->cfg.secret_file[0] != '\0' ?
+		    a->cfg.secret_file : NULL,
 	};
 	uint8_t secret[KEYHASH_SECRET_SIZE];
 	char err[PATH_MAX + 64];

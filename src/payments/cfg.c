@@ -156,6 +156,8 @@ config_load(struct config *cfg, char *err, size_t errlen)
 	    sizeof(cfg->provider_dir), err, errlen) != 0 ||
 	    config_string("IDEM_KEYS_FILE", IDEM_SYSCONFDIR "/idem/keys",
 	    cfg->keys_file, sizeof(cfg->keys_file), err, errlen) != 0 ||
+	    config_string("IDEM_SECRET_FILE", "", cfg->secret_file,
+	    sizeof(cfg->secret_file), err, errlen) != 0 ||
 	    config_string("IDEM_MOUNT", "", cfg->mount, sizeof(cfg->mount),
 	    err, errlen) != 0 ||
 	    config_string("IDEM_PROBLEM_BASE", "/problems/",

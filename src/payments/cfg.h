@@ -9,6 +9,8 @@
  *   IDEM_DB_DIR               store directory          LOCALSTATEDIR/lib/idem/db
  *   IDEM_PROVIDER_DIR         provider ledger          LOCALSTATEDIR/lib/idem/provider
  *   IDEM_KEYS_FILE            API key digests          SYSCONFDIR/idem/keys
+ *   IDEM_SECRET_FILE          keys that seal stored    "" (stored in the
+ *                             responses and rows       clear)
  *   IDEM_TTL                  key lifetime, seconds    86400
  *   IDEM_LEASE                claim lease, seconds     30
  *   IDEM_BODY_LIMIT           request body, bytes      65536 (at most 1M)
@@ -57,6 +59,11 @@ struct config {
 	char store[PATH_MAX];
 	char provider_dir[PATH_MAX];
 	char keys_file[PATH_MAX];
+	/*
+	 * The key file that seals stored responses and rows at rest
+	 * (idem_options.secret_file); empty: they are stored in the clear.
+	 */
+	char secret_file[PATH_MAX];
 	uint64_t ttl_ms;
 	uint64_t lease_ms;
 	size_t body_limit;

@@ -29,6 +29,17 @@ void
 pay_store_error(struct response *resp, int err)
 {
 	metrics_inc(METRIC_STORE_ERRORS);
+	/*
+	 * A stored value that does not open will not open on a retry
+	 * either: a 500 that says so, not a 503 that invites retrying.  The
+	 * library has logged its key id.
+	 */
+	if (err == IDEM_ESEAL) {
+		problem_build(resp, PROBLEM_INTERNAL, "A stored value could "
+		    "not be opened with the server's keys. The operator has "
+		    "been told (see the server's log).");
+		return;
+	}
 	problem_build(resp, PROBLEM_STORE_UNAVAILABLE,
 	    "The payment store cannot be used right now (%s). Nothing was "
 	    "recorded for this request; retry it with the same "

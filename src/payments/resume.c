@@ -34,6 +34,7 @@ struct resume_walk {
 	size_t nseen;
 	size_t cap;
 	size_t skipped; /* stuck claims it cannot resume (counted once) */
+	const struct sealer *seal; /* the handle's: opens recovery points */
 	int rc;
 };
 
@@ -109,15 +110,27 @@ resume_kind_of(uint32_t stage, const void *point, size_t len,
 	return RESUME_NONE;
 }
 
-/* Whether the completer can carry the claim to its end. */
+/*
+ * Whether the completer can carry the claim to its end.  The walk reads
+ * below the library, so a sealed recovery point is opened here (into a
+ * copy: the walk's record stays as it is).
+ */
 static int
-resume_can(const struct rec *r)
+resume_can(const struct resume_walk *w, const char *scope, const char *key,
+    const struct rec *r)
 {
 	struct pay_cp pcp;
 	struct refund_cp rcp;
+	struct rec open = *r;
+	int can;
 
-	return resume_kind_of(r->stage, r->cp, r->cplen, &pcp, &rcp) !=
+	open.mem = NULL;
+	if (idem_unseal_point(w->seal, scope, key, &open) != IDEM_OK)
+		return 0;
+	can = resume_kind_of(open.stage, open.cp, open.cplen, &pcp, &rcp) !=
 	    RESUME_NONE;
+	free(open.mem);
+	return can;
 }
 
 static int
@@ -134,7 +147,7 @@ resume_gather(void *ctx, const char *scope, const char *key,
 		w->rc = m < 0 ? IDEM_ENOMEM : IDEM_OK;
 		return m < 0;
 	}
-	if (!resume_can(r)) {
+	if (!resume_can(w, scope, key, r)) {
 		w->skipped++;
 		return 0;
 	}
@@ -331,6 +344,7 @@ pay_resume_run(const struct pay_env *env, const struct pay_resume_opts *opts,
 	memset(counts, 0, sizeof(*counts));
 	memset(&w, 0, sizeof(w));
 	w.max = opts->batch > 0 ? opts->batch : 1;
+	w.seal = idem_sealer(env->idem);
 	if ((w.items = calloc(w.max, sizeof(*w.items))) == NULL)
 		return IDEM_ENOMEM;
 	/*

@@ -294,6 +294,11 @@ class Server:
         with open(os.path.join(self.state, "keys"), "w") as f:
             for acct, sec in S.secrets.items():
                 f.write(f"{acct} {hashlib.sha256(sec.encode()).hexdigest()}\n")
+        # Sealed at rest as etc/idem.env says (IDEM_SECRET_FILE= in the
+        # environment measures the store in the clear).
+        subprocess.run([os.path.join(S.build, "idemctl"), "new-secret",
+                        os.path.join(self.state, "secret")], check=True,
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
         for src, dst in (state_files or {}).items():
             shutil.copyfile(src, os.path.join(self.db, dst))
             fd = os.open(os.path.join(self.db, dst), os.O_RDONLY)

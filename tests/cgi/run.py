@@ -143,12 +143,13 @@ def parse_scenario(path):
             steps.append(Step(m.group(1), lineno, m.group(3).strip(),
                               m.group(2)))
             continue
-        m = re.match(r"^(expect|check|store-lacks)\s*:\s*(.*)$", text)
+        m = re.match(r"^(expect|check|store-lacks|db-lacks|ctl)\s*:\s*(.*)$",
+                     text)
         if m:
             steps.append(Step(m.group(1), lineno, m.group(2).strip()))
             continue
-        m = re.match(r"^(env|unset|file|gate|reached|release|await)\s+(.*)$",
-                     text)
+        m = re.match(r"^(env|unset|file|gate|reached|release|await|secret)"
+                     r"\s+(.*)$", text)
         if m:
             steps.append(Step(m.group(1), lineno, m.group(2).strip()))
             continue
@@ -298,10 +299,20 @@ class Scenario:
                 f.write("%s %s\n" % (principal,
                                      hashlib.sha256(secret.encode())
                                      .hexdigest()))
+        # Every scenario runs on a sealed store, as quickstart serves;
+        # "unset IDEM_SECRET_FILE" runs one in the clear.
+        secret = os.path.join(self.tmp, "secret")
+        p = subprocess.run([os.path.join(self.build, "idemctl"),
+                            "new-secret", secret], capture_output=True,
+                           timeout=self.timeout)
+        if p.returncode != 0:
+            raise Fail("idemctl new-secret: %s" %
+                       p.stderr.decode("utf-8", "replace").strip())
         self.env = {
             "IDEM_DB_DIR": os.path.join(self.tmp, "db"),
             "IDEM_PROVIDER_DIR": os.path.join(self.tmp, "provider"),
             "IDEM_KEYS_FILE": keys,
+            "IDEM_SECRET_FILE": secret,
         }
         if self.pg is not None:
             # A fresh database per scenario, migrated as an operator would.
@@ -758,6 +769,13 @@ class Scenario:
             body = resp.body.decode("utf-8", "surrogateescape")
             self.match(m.group(1) or "", body, where + ": body")
             return
+        m = re.match(r"^stderr-has:\s*(.*)$", text)
+        if m:
+            needle = self.subst(m.group(1), where)
+            if needle not in resp.stderr.decode("utf-8", "surrogateescape"):
+                raise Fail("%s: %r is not on the responder's stderr" %
+                           (where, needle))
+            return
         m = re.match(r"^stderr-lacks:\s*(.*)$", text)
         if m:
             needle = self.subst(m.group(1), where)
@@ -969,7 +987,73 @@ class Scenario:
                        ["idemctl stats:"] + ["  " + l for l in
                                              out.strip().split("\n")])
 
-    def store_lacks(self, step):
+    def ctl(self, step):
+        """Runs idemctl ARGS with the scenario's environment.  Indented
+        lines: "exit: N" (default 0), "prints: TEXT" (on stdout or
+        stderr)."""
+        where = "line %d" % step.line
+        args = self.subst(step.arg, where).split()
+        want_exit, prints = 0, []
+        for lineno, text in step.body:
+            k, _, v = text.partition(":")
+            if k == "exit" and v.strip().isdigit():
+                want_exit = int(v)
+            elif k == "prints":
+                prints.append(self.subst(v.strip(), "line %d" % lineno))
+            else:
+                raise ScenarioError("line %d: ctl takes exit: and prints:"
+                                    % lineno)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        for name, value in self.env.items():
+            if value is not None:
+                env[name] = self.subst(value, where)
+        try:
+            p = subprocess.run([os.path.join(self.build, "idemctl")] + args,
+                               env=env, cwd=self.tmp,
+                               stdin=subprocess.DEVNULL,
+                               capture_output=True, timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            raise Fail("%s: idemctl %s timed out" % (where, step.arg))
+        out = (p.stdout + p.stderr).decode("utf-8", "replace")
+        self.log.append("idemctl %s: %s" % (" ".join(args), out.strip()))
+        if p.returncode != want_exit:
+            raise Fail("%s: idemctl %s exited %d, not %d" %
+                       (where, " ".join(args), p.returncode, want_exit),
+                       ["  " + l for l in out.strip().split("\n")])
+        for text in prints:
+            if text not in out:
+                raise Fail("%s: idemctl %s did not print %r" %
+                           (where, " ".join(args), text),
+                           ["  " + l for l in out.strip().split("\n")])
+
+    def secret(self, step):
+        """secret NAME: a new key file {tmp}/NAME (idemctl new-secret);
+        secret NAME from A B ...: the keys of files A, B ... in order."""
+        where = "line %d" % step.line
+        words = step.arg.split()
+        path = os.path.join(self.tmp, words[0])
+        if len(words) == 1:
+            p = subprocess.run([os.path.join(self.build, "idemctl"),
+                                "new-secret", path], capture_output=True,
+                               timeout=self.timeout)
+            if p.returncode != 0:
+                raise Fail("%s: idemctl new-secret: %s" % (where, p.stderr))
+            return
+        if len(words) < 3 or words[1] != "from":
+            raise ScenarioError("%s: secret NAME [from A B ...]" % where)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            for name in words[2:]:
+                with open(os.path.join(self.tmp, name)) as f:
+                    out.write(f.read())
+
+    def db_lacks(self, step):
+        """No file of the idempotency store (not the provider's ledger,
+        which stands for the provider's own system), nor its PostgreSQL
+        database, contains the text's bytes."""
+        self.store_lacks(step, ("db",))
+
+    def store_lacks(self, step, subs=("db", "provider")):
         """No file of the store or the ledger contains the text's bytes."""
         where = "line %d" % step.line
         needle = self.subst(step.arg, where).encode("utf-8",
@@ -979,7 +1063,7 @@ class Scenario:
         if self.pgdb is not None and needle in self.pg.dump(self.pgdb):
             raise Fail("%s: %r is stored in the PostgreSQL store" %
                        (where, needle))
-        for sub in ("db", "provider"):
+        for sub in subs:
             for root, _, files in os.walk(os.path.join(self.tmp, sub)):
                 for fn in files:
                     path = os.path.join(root, fn)
@@ -1040,6 +1124,12 @@ class Scenario:
                 self.failures.append(f)
         elif kind == "store-lacks":
             self.store_lacks(step)
+        elif kind == "db-lacks":
+            self.db_lacks(step)
+        elif kind == "ctl":
+            self.ctl(step)
+        elif kind == "secret":
+            self.secret(step)
         elif kind == "env":
             m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", step.arg)
             if not m:
@@ -1059,7 +1149,7 @@ class Scenario:
             self.release(step)
         elif kind == "await":
             self.await_(step)
-        if step.body and kind not in ("request", "spawn", "expect"):
+        if step.body and kind not in ("request", "spawn", "expect", "ctl"):
             raise ScenarioError("line %d: %s takes no indented lines" %
                                 (step.line, kind))
 

@@ -56,16 +56,21 @@ class Cluster:
         for i in range(hosts):
             self.hosts.append(servers.Lighttpd(
                 f"cluster-{chr(ord('a') + i)}", self.build, plain))
-        keys = None
+        keys = seal = None
         for h in self.hosts:
-            # The same accounts and API keys on every host.
+            # The same accounts and API keys on every host, and the same
+            # key file sealing the store they share.
             if keys is None:
                 with open(os.path.join(h.state, "keys")) as f:
                     keys = f.read()
+                with open(os.path.join(h.state, "secret")) as f:
+                    seal = f.read()
                 secrets = h.secrets
             else:
                 with open(os.path.join(h.state, "keys"), "w") as f:
                     f.write(keys)
+                with open(os.path.join(h.state, "secret"), "w") as f:
+                    f.write(seal)
                 h.secrets = secrets
             h.idem_env.update(self.env)
 

@@ -212,6 +212,11 @@ class Instance:
     def _make_state(self, state):
         os.makedirs(os.path.join(state, "db"))
         os.makedirs(os.path.join(state, "provider"))
+        # The store is sealed at rest (IDEM_SECRET_FILE in etc/idem.env).
+        subprocess.run([os.path.join(self.bindir, "idemctl"), "new-secret",
+                        os.path.join(state, "secret")], check=True,
+                       stdin=subprocess.DEVNULL, capture_output=True,
+                       timeout=60)
         with open(os.path.join(state, "keys"), "w") as f:
             for acct, sec in self.secrets.items():
                 f.write(f"{acct} {hashlib.sha256(sec.encode()).hexdigest()}\n")

@@ -7,7 +7,9 @@
  * simenv.c are linked in place of provider.c and fault.c.  Each worker
  * gets its own application, as each worker process has its own; they
  * share one directory per schedule (the LMDB environment, the metrics
- * file and the log secret), on /dev/shm when there is one.
+ * file, the log secret and the key file that seals the store at rest),
+ * on /dev/shm when there is one.  The checks read the store below the
+ * library, and open what it sealed as the library does.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -24,12 +26,15 @@
 #include "handlers.h"
 #include "lmdbwrap.h"
 #include "problem.h"
+#include "seal.h"
 #include "sim.h"
 #include "simprov.h"
 #include "simstore.h"
 #include "store.h"
 
 static char dir[64];
+static char secret[96];
+static struct sealer *sealer;
 static struct store *purger;
 
 static const struct store_ops *
@@ -58,6 +63,7 @@ glue_config(struct config *cfg)
 	snprintf(cfg->db_dir, sizeof(cfg->db_dir), "%s", dir);
 	snprintf(cfg->provider_dir, sizeof(cfg->provider_dir), "%s", dir);
 	snprintf(cfg->keys_file, sizeof(cfg->keys_file), "%s/keys", dir);
+	snprintf(cfg->secret_file, sizeof(cfg->secret_file), "%s", secret);
 	cfg->ttl_ms = W.ttl_ms;
 	cfg->lease_ms = W.lease_ms;
 	cfg->body_limit = 65536;
@@ -96,10 +102,17 @@ glue_world_begin(void)
 	struct store_config sc;
 	const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" :
 	    getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+	char err[256];
 
 	snprintf(dir, sizeof(dir), "%s/idem-sim-XXXXXX", base);
 	if (mkdtemp(dir) == NULL) {
 		perror("sim: mkdtemp");
+		abort();
+	}
+	snprintf(secret, sizeof(secret), "%s/secret", dir);
+	if (seal_new_file(secret, err, sizeof(err)) != IDEM_OK ||
+	    seal_load(secret, &sealer, err, sizeof(err)) != IDEM_OK) {
+		fprintf(stdout, "sim: %s\n", err);
 		abort();
 	}
 	simstore_reset();
@@ -118,6 +131,8 @@ glue_world_end(void)
 {
 	store_close(purger);
 	purger = NULL;
+	seal_free(sealer);
+	sealer = NULL;
 	simstore_reset();
 	simprov_reset();
 	dir_remove();
@@ -175,16 +190,39 @@ glue_purge(uint64_t now_ms, size_t max, size_t *purged)
 int
 truth_lookup(const char *scope, const char *key, struct rec *out)
 {
-	if (W.backend == SIM_LMDB)
-		return lmdbwrap_lookup(purger, scope, key, out);
-	return simstore_peek(scope, key, out);
+	void *mem = NULL;
+	int rc;
+
+	rc = W.backend == SIM_LMDB ? lmdbwrap_lookup(purger, scope, key, out) :
+	    simstore_peek(scope, key, out);
+	if (rc != IDEM_OK)
+		return rc;
+	if (out->state == REC_IN_PROGRESS)
+		rc = idem_unseal_point(sealer, scope, key, out);
+	else if ((rc = idem_unseal_response(sealer, scope, key, out, &mem)) ==
+	    IDEM_OK && mem != NULL) {
+		/* A completed record keeps no recovery point in its block. */
+		free(out->mem);
+		out->mem = mem;
+	}
+	if (rc != IDEM_OK)
+		rec_free(out);
+	return rc;
 }
 
 int
 truth_row(const char *table, const void *key, size_t keylen,
     struct buf *out)
 {
-	if (W.backend == SIM_LMDB)
-		return lmdbwrap_row(purger, table, key, keylen, out);
-	return simstore_row(table, key, keylen, out);
+	struct buf raw = BUF_INIT;
+	int rc;
+
+	rc = W.backend == SIM_LMDB ?
+	    lmdbwrap_row(purger, table, key, keylen, &raw) :
+	    simstore_row(table, key, keylen, &raw);
+	if (rc == IDEM_OK)
+		rc = idem_unseal_row(sealer, table, key, keylen, raw.data,
+		    raw.len, out);
+	buf_free(&raw);
+	return rc;
 }
