@@ -1,49 +1,105 @@
 /*
  * idemctl: the operator's tool for an idem store.
  *
- *   idemctl stats             counts of keys, payments, charges, refunds
+ *   idemctl stats [--json]    counts of keys, payments, charges, refunds
  *   idemctl purge [-n N] [-w MS]
  *                             delete expired keys, N per transaction, with
  *                             a pause of MS between transactions
- *   idemctl inspect SCOPE KEY one key's record (the key given, never listed)
- *   idemctl stuck             claims that may have charged and whose lease
+ *   idemctl resume [-n N] [--limit N] [--all] [--json]
+ *                             end the claims whose lease ran out, without
+ *                             their clients (resume.h)
+ *   idemctl inspect [--json] SCOPE KEY
+ *                             one key's record (the key given, never listed)
+ *   idemctl stuck [--json]    claims that may have charged and whose lease
  *                             ran out, keys shown by their keyhash
  *   idemctl hash-key [SECRET] the keys-file digest of an API secret
  *   idemctl new-key ACCOUNT   a fresh API secret and its keys-file line
+ *   idemctl migrate           bring a PostgreSQL store's schema up to date
+ *   idemctl new-secret FILE, idemctl rekey
+ *                             the keys that seal the store (idemctl_seal.c)
  *
- * The store and ledger directories come from IDEM_DB_DIR and
- * IDEM_PROVIDER_DIR, as for the responder, or from -d and -p.
+ * The configuration is the responder's: IDEM_* variables (cfg.h), with
+ * -d, -p and -s over them.  Exit statuses are in idemctl.h.
  */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "cfg.h"
 #include "crypto.h"
 #include "err.h"
-#include "fault.h"
 #include "handlers.h"
+#include "idemctl.h"
 #include "idemctl_seal.h"
-#include "keyhash.h"
-#include "metrics.h"
-#include "payment.h"
 #include "provider.h"
-#include "refund.h"
-#include "store.h"
 
-static struct config ctl_cfg;
+struct config ctl_cfg;
+int ctl_json;
 
-static void
+static const char ctl_usage_text[] =
+    "usage: idemctl [-d db_dir] [-s store_uri] [-p provider_dir] [--json]\n"
+    "               COMMAND [ARGS]\n"
+    "       idemctl --help | --version\n"
+    "commands:\n"
+    "  stats [--json]                    counts of keys, payments, charges\n"
+    "  purge [-n N] [-w MS]              delete expired keys in batches\n"
+    "  resume [-n N] [--limit N] [--all] [--json]\n"
+    "                                    end stuck claims without clients\n"
+    "  inspect [--json] SCOPE KEY        one key's record\n"
+    "  stuck [--json]                    claims whose lease ran out\n"
+    "  hash-key [SECRET]                 keys-file digest of a secret\n"
+    "  new-key ACCOUNT                   a fresh API secret\n"
+    "  migrate                           PostgreSQL schema up to date\n"
+    "  new-secret FILE                   a key file to seal the store\n"
+    "  rekey [-n N] [-w MS] [-P]         reseal under the current key\n"
+    "exit: 0 ok, 1 failure, 2 usage, 3 inspect: no such key\n";
+
+void
 ctl_usage(void)
 {
-	fprintf(stderr, "usage: idemctl [-d db_dir] [-s store_uri] "
-	    "[-p provider_dir]\n"
-	    "               stats | purge [-n N] [-w MS] | inspect SCOPE KEY |"
-	    " stuck |\n"
-	    "               hash-key [SECRET] | new-key ACCOUNT | migrate\n");
-	exit(2);
+	fputs(ctl_usage_text, stderr);
+	exit(CTL_USAGE);
+}
+
+long long
+ctl_number(const char *s, long long max)
+{
+	char *end;
+	long long v;
+
+	if (s[0] < '0' || s[0] > '9')
+		return -1;
+	v = strtoll(s, &end, 10);
+	return *end == '\0' && v >= 1 && v <= max ? v : -1;
+}
+
+int
+ctl_options(int argc, char *argv[], const char *opts,
+    int (*fn)(void *ctx, int ch, const char *arg), void *ctx)
+{
+	static const struct option longs[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "batch", required_argument, NULL, 'n' },
+		{ "limit", required_argument, NULL, 'l' },
+		{ "all", no_argument, NULL, 'a' },
+		{ NULL, 0, NULL, 0 }
+	};
+	char spec[32];
+	int ch;
+
+	snprintf(spec, sizeof(spec), "+j%s", opts);
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, spec, longs, NULL)) != -1) {
+		if (ch == 'j') {
+			ctl_json = 1;
+			continue;
+		}
+		if (ch == '?' || ch == ':' || strchr(opts, ch) == NULL ||
+		    fn == NULL || fn(ctx, ch, optarg) != 0)
+			ctl_usage();
+	}
+	return optind;
 }
 
 /* The idempotency store: IDEM_STORE or -s, else the LMDB one in db_dir. */
@@ -51,6 +107,40 @@ static const char *
 ctl_where(void)
 {
 	return ctl_cfg.store[0] != '\0' ? ctl_cfg.store : ctl_cfg.db_dir;
+}
+
+struct store *
+ctl_store(int read_only)
+{
+	const char *where = ctl_where();
+	struct store_config sc = { where, ctl_cfg.map_size, read_only,
+	    ctl_cfg.keys_per_account, 0, pay_tables, NULL };
+	struct store *s;
+	int rc;
+
+	if ((rc = store_open(&sc, &s)) != IDEM_OK) {
+		fprintf(stderr, "idemctl: store %s: %s\n", where,
+		    idem_strerror(rc));
+		exit(CTL_FAIL);
+	}
+	return s;
+}
+
+int
+ctl_print(const struct buf *b)
+{
+	if (fwrite(b->data, 1, b->len, stdout) != b->len ||
+	    fflush(stdout) != 0) {
+		perror("idemctl: stdout");
+		return CTL_FAIL;
+	}
+	return CTL_OK;
+}
+
+int
+ctl_progress_on(void)
+{
+	return isatty(STDERR_FILENO);
 }
 
 /*
@@ -65,250 +155,16 @@ ctl_migrate(void)
 
 	if (!store_pg_uri(ctl_cfg.store)) {
 		printf("schema: nothing to migrate (LMDB store)\n");
-		return 0;
+		return CTL_OK;
 	}
 	if (store_pg_migrate(ctl_cfg.store, &from, &to, err,
 	    sizeof(err)) != 0) {
 		fprintf(stderr, "idemctl: migrate: %s\n", err);
-		return 1;
+		return CTL_FAIL;
 	}
 	printf("schema: version %d%s\n", to, from == to ? " (up to date)" :
 	    "");
-	return 0;
-}
-
-static struct store *
-ctl_store(int read_only)
-{
-	const char *where = ctl_where();
-	struct store_config sc = { where, ctl_cfg.map_size, read_only,
-	    ctl_cfg.keys_per_account, 0, pay_tables, NULL };
-	struct store *s;
-	int rc;
-
-	if ((rc = store_open(&sc, &s)) != IDEM_OK) {
-		fprintf(stderr, "idemctl: store %s: %s\n", where,
-		    idem_strerror(rc));
-		exit(1);
-	}
-	return s;
-}
-
-struct ctl_stats {
-	size_t keys, completed, in_progress, stuck, pending;
-	uint64_t now;
-};
-
-static int
-ctl_count(void *ctx, const char *scope, const char *key, const struct rec *r)
-{
-	struct ctl_stats *st = ctx;
-
-	(void)scope;
-	(void)key;
-	st->keys++;
-	if (r->state == REC_COMPLETED)
-		st->completed++;
-	else {
-		st->in_progress++;
-		if (r->lease_ms <= st->now)
-			st->stuck++;
-		if (r->stage != 0)
-			st->pending++;
-	}
-	return 0;
-}
-
-static int
-ctl_stats(void)
-{
-	struct provider_config pc = { ctl_cfg.provider_dir, ctl_cfg.map_size,
-	    0, PROVIDER_FAIL_NONE, 0,
-	    ctl_cfg.provider_url[0] != '\0' ? ctl_cfg.provider_url : NULL,
-	    ctl_cfg.provider_timeout_ms };
-	struct ctl_stats st = { 0, 0, 0, 0, 0, clock_now_ms() };
-	struct provider *p;
-	struct store *s = ctl_store(0);
-	size_t payments = 0, charges = 0, declines = 0, refunds = 0;
-	size_t refunded = 0;
-	int rc;
-
-	if ((rc = store_each(s, ctl_count, &st)) != IDEM_OK ||
-	    (rc = store_count(s, PAY_TABLE_PAYMENTS, &payments)) != IDEM_OK ||
-	    (rc = store_count(s, REFUND_TABLE_REFUNDS, &refunds)) != IDEM_OK) {
-		fprintf(stderr, "idemctl: %s\n", idem_strerror(rc));
-		store_close(s);
-		return 1;
-	}
-	store_close(s);
-	p = NULL;
-	if ((rc = provider_open(&pc, &p)) != IDEM_OK ||
-	    (rc = provider_count(p, &charges, &declines)) != IDEM_OK ||
-	    (rc = provider_count_refunds(p, &refunded)) != IDEM_OK) {
-		fprintf(stderr, "idemctl: provider %s: %s\n",
-		    pc.url != NULL ? pc.url : ctl_cfg.provider_dir,
-		    idem_strerror(rc));
-		provider_close(p);	/* NULL when it did not open */
-		return 1;
-	}
-	provider_close(p);
-	printf("keys: %zu\ncompleted: %zu\nin_progress: %zu\nstuck: %zu\n"
-	    "pending: %zu\npayments: %zu\ncharges: %zu\ndeclines: %zu\n"
-	    "refunds: %zu\nprovider_refunds: %zu\n",
-	    st.keys, st.completed, st.in_progress, st.stuck, st.pending,
-	    payments, charges, declines, refunds, refunded);
-	return 0;
-}
-
-static int
-ctl_purge(int argc, char *argv[])
-{
-	struct timespec pause = { 0, 0 };
-	struct store *s;
-	size_t batch = 1000, n, total = 0;
-	unsigned long ms = 2;
-	char *end;
-	int rc, ch;
-
-	optind = 1;
-	while ((ch = getopt(argc, argv, "n:w:")) != -1) {
-		if (ch == 'n' && (batch = strtoul(optarg, &end, 10)) > 0 &&
-		    *end == '\0')
-			continue;
-		if (ch == 'w' && (ms = strtoul(optarg, &end, 10)) <= 1000 &&
-		    *end == '\0')
-			continue;
-		ctl_usage();
-	}
-	pause.tv_sec = (time_t)(ms / 1000);
-	pause.tv_nsec = (long)(ms % 1000) * 1000000L;
-	s = ctl_store(0);
-	metrics_open(ctl_cfg.db_dir);
-	/* Bounded batches keep each write transaction short. */
-	do {
-		if ((rc = store_purge(s, clock_now_ms(), batch, &n)) !=
-		    IDEM_OK) {
-			fprintf(stderr, "idemctl: purge: %s\n",
-			    idem_strerror(rc));
-			store_close(s);
-			return 1;
-		}
-		total += n;
-		metrics_add(METRIC_PURGED, n);
-		/*
-		 * LMDB's write lock is not fair: taken again at once, it could
-		 * shut the responders' commits out for the whole purge.  A
-		 * short pause between batches lets them in.
-		 */
-		if (n == batch && ms > 0)
-			nanosleep(&pause, NULL);
-	} while (n == batch);
-	store_close(s);
-	printf("purged: %zu\n", total);
-	return 0;
-}
-
-static const char *
-ctl_state(const struct rec *r, uint64_t now)
-{
-	if (r->state == REC_COMPLETED)
-		return "completed";
-	return r->lease_ms > now ? "in_progress" : "lease_expired";
-}
-
-static void
-ctl_show(const char *scope, const char *keyhash, const struct rec *r,
-    uint64_t now)
-{
-	printf("scope: %s\nkeyhash: %s\nstate: %s\nattempts: %u\n"
-	    "stage: %u\ncreated_ms: %llu\nexpires_ms: %llu\n", scope, keyhash,
-	    ctl_state(r, now), r->attempts, r->stage,
-	    (unsigned long long)r->created_ms,
-	    (unsigned long long)r->expires_ms);
-	if (r->state == REC_COMPLETED)
-		printf("status: %d\nbody_bytes: %zu\n", r->resp.status,
-		    r->resp.bodylen);
-	else
-		printf("lease_ms: %llu\n", (unsigned long long)r->lease_ms);
-}
-
-/*
- * The key as the responder's log names it (keyhash.h), so an operator
- * can find its lines; "-" when no worker has made the secret yet.  The
- * secret is only read here: created by idemctl running as another user,
- * it would lock the workers out of it.
- */
-static void
-ctl_keyhash(const char *scope, const char *key, char out[KEYHASH_HEX + 1])
-{
-	static struct keyhash kh;
-	static int loaded = -1;
-	uint8_t secret[KEYHASH_SECRET_SIZE];
-	char err[64];
-
-	if (loaded == -1 && (loaded = keyhash_secret_load(ctl_cfg.db_dir, 0,
-	    secret, err, sizeof(err)) == 0))
-		keyhash_init(&kh, secret);
-	if (loaded)
-		keyhash_compute(&kh, scope, key, out);
-	else
-		snprintf(out, KEYHASH_HEX + 1, "-");
-}
-
-static int
-ctl_inspect(const char *scope, const char *key)
-{
-	char hash[KEYHASH_HEX + 1];
-	struct store *s = ctl_store(0);
-	struct rec r;
-	int rc;
-
-	rc = store_lookup(s, scope, key, &r);
-	store_close(s);
-	if (rc == IDEM_ENOTFOUND) {
-		printf("absent\n");
-		return 3;
-	}
-	if (rc != IDEM_OK) {
-		fprintf(stderr, "idemctl: %s\n", idem_strerror(rc));
-		return 1;
-	}
-	ctl_keyhash(scope, key, hash);
-	ctl_show(scope, hash, &r, clock_now_ms());
-	rec_free(&r);
-	return 0;
-}
-
-static int
-ctl_stuck_one(void *ctx, const char *scope, const char *key,
-    const struct rec *r)
-{
-	char hash[KEYHASH_HEX + 1];
-	uint64_t now = *(uint64_t *)ctx;
-
-	if (r->lease_ms > now)
-		return 0;
-	ctl_keyhash(scope, key, hash);
-	printf("%s %s attempts=%u stage=%u lease_ended_s_ago=%llu\n",
-	    scope, hash, r->attempts, r->stage,
-	    (unsigned long long)((now - r->lease_ms) / 1000));
-	return 0;
-}
-
-static int
-ctl_stuck(void)
-{
-	struct store *s = ctl_store(0);
-	uint64_t now = clock_now_ms();
-	int rc;
-
-	rc = store_each_pending(s, ctl_stuck_one, &now);
-	store_close(s);
-	if (rc != IDEM_OK) {
-		fprintf(stderr, "idemctl: %s\n", idem_strerror(rc));
-		return 1;
-	}
-	return 0;
+	return CTL_OK;
 }
 
 static int
@@ -327,7 +183,7 @@ ctl_hash_key(const char *secret)
 	crypto_sha256(secret, strlen(secret), d);
 	crypto_hex(d, sizeof(d), hex);
 	printf("%s\n", hex);
-	return 0;
+	return CTL_OK;
 }
 
 static int
@@ -342,28 +198,30 @@ ctl_new_key(const char *account)
 	crypto_sha256(secret, strlen(secret), d);
 	crypto_hex(d, sizeof(d), hex);
 	printf("secret: %s\nkeys file line: %s %s\n", secret, account, hex);
-	return 0;
+	return CTL_OK;
 }
 
-int
-main(int argc, char *argv[])
+/* The options before the command; exits for --help, --version, errors. */
+static void
+ctl_global_options(int argc, char *argv[])
 {
-	char err[256];
+	static const struct option longs[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 }
+	};
 	int ch;
 
-	if (crypto_init() != IDEM_OK || provider_global_init() != IDEM_OK || config_load(&ctl_cfg, err,
-	    sizeof(err)) != 0) {
-		fprintf(stderr, "idemctl: %s\n", err);
-		return 1;
-	}
-	while ((ch = getopt(argc, argv, "+d:p:s:")) != -1) {
+	while ((ch = getopt_long(argc, argv, "+d:p:s:hVj", longs,
+	    NULL)) != -1) {
 		switch (ch) {
 		case 's':
 			if (!store_pg_uri(optarg) ||
 			    strlen(optarg) >= sizeof(ctl_cfg.store)) {
 				fprintf(stderr, "idemctl: -s takes a "
 				    "postgresql:// URI\n");
-				return 2;
+				exit(CTL_USAGE);
 			}
 			snprintf(ctl_cfg.store, sizeof(ctl_cfg.store), "%s",
 			    optarg);
@@ -376,22 +234,50 @@ main(int argc, char *argv[])
 			snprintf(ctl_cfg.provider_dir,
 			    sizeof(ctl_cfg.provider_dir), "%s", optarg);
 			break;
+		case 'j':
+			ctl_json = 1;
+			break;
+		case 'h':
+			fputs(ctl_usage_text, stdout);
+			exit(fflush(stdout) == 0 ? CTL_OK : CTL_FAIL);
+		case 'V':
+			printf("idemctl (%s) %s\n", PACKAGE_NAME,
+			    PACKAGE_VERSION);
+			exit(fflush(stdout) == 0 ? CTL_OK : CTL_FAIL);
 		default:
 			ctl_usage();
 		}
 	}
+}
+
+int
+main(int argc, char *argv[])
+{
+	char err[256];
+
+	if (crypto_init() != IDEM_OK || provider_global_init() != IDEM_OK) {
+		fprintf(stderr, "idemctl: cannot initialise the libraries\n");
+		return CTL_FAIL;
+	}
+	if (config_load(&ctl_cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "idemctl: %s\n", err);
+		return CTL_FAIL;
+	}
+	ctl_global_options(argc, argv);
 	argc -= optind;
 	argv += optind;
 	if (argc < 1)
 		ctl_usage();
-	if (strcmp(argv[0], "stats") == 0 && argc == 1)
-		return ctl_stats();
+	if (strcmp(argv[0], "stats") == 0)
+		return ctl_stats(argc, argv);
 	if (strcmp(argv[0], "purge") == 0)
 		return ctl_purge(argc, argv);
-	if (strcmp(argv[0], "inspect") == 0 && argc == 3)
-		return ctl_inspect(argv[1], argv[2]);
-	if (strcmp(argv[0], "stuck") == 0 && argc == 1)
-		return ctl_stuck();
+	if (strcmp(argv[0], "resume") == 0)
+		return ctl_resume(argc, argv);
+	if (strcmp(argv[0], "inspect") == 0)
+		return ctl_inspect(argc, argv);
+	if (strcmp(argv[0], "stuck") == 0)
+		return ctl_stuck(argc, argv);
 	if (strcmp(argv[0], "hash-key") == 0 && argc <= 2)
 		return ctl_hash_key(argc == 2 ? argv[1] : NULL);
 	if (strcmp(argv[0], "new-key") == 0 && argc == 2)
@@ -403,5 +289,4 @@ main(int argc, char *argv[])
 	if (strcmp(argv[0], "rekey") == 0)
 		return ctl_rekey(&ctl_cfg, argc, argv);
 	ctl_usage();
-	return 2;
 }

@@ -10,8 +10,12 @@
 #include "err.h"
 #include "metrics.h"
 
-#define METRICS_MAGIC 0x6964656d6d657432ULL /* "idemmet2" */
+#define METRICS_MAGIC 0x6964656d6d657433ULL /* "idemmet3" */
 #define METRICS_FILE "metrics"
+
+#define METRICS_RESUMES_HELP "Stuck claims the completer ended " \
+	"(completed: answer stored; released: the provider was never " \
+	"called) or left for its next run."
 
 /* Upper bounds of the latency histogram, in milliseconds. */
 static const uint64_t metrics_le_ms[] = { 1, 2, 5, 10, 25, 50, 100, 250,
@@ -30,9 +34,14 @@ struct metrics_file {
 	uint64_t run_ewma_ms;   /* claimed requests: a moving average */
 };
 
+/*
+ * Counters of one family are adjacent and share name and help; label,
+ * when set, tells them apart.
+ */
 static const struct {
 	const char *name;
 	const char *help;
+	const char *label;
 } metrics_names[METRIC__MAX] = {
 	[METRIC_REQUESTS] = { "idem_requests_total",
 	    "Requests answered." },
@@ -76,6 +85,12 @@ static const struct {
 	    "Write transactions committed (each a group of writes)." },
 	[METRIC_STORE_WRITES] = { "idem_store_writes_total",
 	    "Writes carried by those commits." },
+	[METRIC_RESUMES_COMPLETED] = { "idem_resumes_total",
+	    METRICS_RESUMES_HELP, "outcome=\"completed\"" },
+	[METRIC_RESUMES_RELEASED] = { "idem_resumes_total",
+	    METRICS_RESUMES_HELP, "outcome=\"released\"" },
+	[METRIC_RESUMES_LEFT] = { "idem_resumes_total",
+	    METRICS_RESUMES_HELP, "outcome=\"left\"" },
 };
 
 static struct metrics_file *metrics_map;
@@ -201,12 +216,22 @@ metrics_render(struct buf *out)
 
 	if (metrics_map == NULL)
 		return IDEM_OK;
-	for (i = 0; i < METRIC__MAX && rc == IDEM_OK; i++)
-		rc = buf_printf(out, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n",
-		    metrics_names[i].name, metrics_names[i].help,
-		    metrics_names[i].name, metrics_names[i].name,
-		    (unsigned long long)metrics_load(
-		    &metrics_map->counters[i]));
+	for (i = 0; i < METRIC__MAX && rc == IDEM_OK; i++) {
+		if (i == 0 || strcmp(metrics_names[i].name,
+		    metrics_names[i - 1].name) != 0)
+			rc = buf_printf(out, "# HELP %s %s\n# TYPE %s counter\n",
+			    metrics_names[i].name, metrics_names[i].help,
+			    metrics_names[i].name);
+		if (rc == IDEM_OK)
+			rc = buf_printf(out, "%s%s%s%s %llu\n",
+			    metrics_names[i].name,
+			    metrics_names[i].label != NULL ? "{" : "",
+			    metrics_names[i].label != NULL ?
+			    metrics_names[i].label : "",
+			    metrics_names[i].label != NULL ? "}" : "",
+			    (unsigned long long)metrics_load(
+			    &metrics_map->counters[i]));
+	}
 	if (rc == IDEM_OK)
 		rc = buf_puts(out, "# HELP idem_request_duration_seconds "
 		    "Time to answer a request.\n"
@@ -232,4 +257,12 @@ metrics_render(struct buf *out)
 		    (unsigned long long)(sum % 1000), (unsigned long long)cum);
 	}
 	return rc;
+}
+
+int
+metrics_render_gauge(struct buf *out, const char *name, const char *help,
+    uint64_t value)
+{
+	return buf_printf(out, "# HELP %s %s\n# TYPE %s gauge\n%s %llu\n",
+	    name, help, name, name, (unsigned long long)value);
 }

@@ -36,6 +36,13 @@ enum metric {
 	METRIC_STORE_SYNCS,   /* durable syncs: two per commit */
 	METRIC_STORE_COMMITS, /* write transactions committed */
 	METRIC_STORE_WRITES,  /* writes those commits carried */
+	/*
+	 * Stuck claims the completer (idemctl resume, another process)
+	 * ended, by outcome: one family, idem_resumes_total{outcome=...}.
+	 */
+	METRIC_RESUMES_COMPLETED,
+	METRIC_RESUMES_RELEASED,
+	METRIC_RESUMES_LEFT,  /* left for the next run */
 	METRIC__MAX
 };
 
@@ -61,5 +68,12 @@ uint64_t metrics_typical_run_ms(void);
 
 /* Appends the Prometheus text exposition (format 0.0.4) to out. */
 int metrics_render(struct buf *out);
+
+/*
+ * Appends one gauge, a value computed when asked (not a shared counter),
+ * in the same format: name and help are the caller's constants.
+ */
+int metrics_render_gauge(struct buf *out, const char *name, const char *help,
+    uint64_t value);
 
 #endif

@@ -361,6 +361,12 @@ int idem_open_backend(const struct idem_options *opt,
     const struct store_ops *backend, struct idem **out);
 
 /*
+ * The store behind a library handle, for the application's own tools
+ * (the completer's walk of stuck claims); borrowed for the handle's life.
+ */
+struct store *store_of(struct idem *idem);
+
+/*
  * What idem.c does to what it reads, for readers of the store below it
  * (a simulator's checks): with seal NULL, a sealed value is refused and
  * any other left as it is.  store_unseal_response opens a completed
@@ -375,6 +381,8 @@ int store_unseal_response(const struct sealer *seal, const char *scope,
     const char *key, struct rec *r, void **mem);
 int store_unseal_point(const struct sealer *seal, const char *scope,
     const char *key, struct rec *r);
+/* The handle's sealer (NULL: values in the clear), for those readers. */
+const struct sealer *store_sealer(const struct idem *idem);
 int store_unseal_row(const struct sealer *seal, const char *table,
     const void *key, size_t keylen, const void *val, size_t vallen,
     struct buf *out);

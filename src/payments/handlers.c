@@ -13,6 +13,7 @@
 #include "idem.h"
 #include "json.h"
 #include "metrics.h"
+#include "resume.h"
 #include "payment.h"
 #include "problem.h"
 
@@ -256,6 +257,8 @@ out:
 void
 pay_metrics(const struct pay_env *env, struct response *resp)
 {
+	size_t stuck;
+
 	if (env->idem == NULL) {
 		pay_store_error(resp, env->open_rc);
 		return;
@@ -265,6 +268,13 @@ pay_metrics(const struct pay_env *env, struct response *resp)
 	resp_header(resp, "Content-Type", "text/plain; version=0.0.4; "
 	    "charset=utf-8");
 	metrics_render(&resp->body);
+	/* Counted when asked: the walk costs what is stuck, not the store. */
+	if (pay_stuck_count(env->idem, idem_now_ms(env->idem), &stuck) ==
+	    IDEM_OK)
+		metrics_render_gauge(&resp->body, "idem_stuck_claims",
+		    "Claims that may have charged and whose lease ran out: "
+		    "waiting for their client's retry or the completer.",
+		    (uint64_t)stuck);
 }
 
 void

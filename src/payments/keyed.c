@@ -193,3 +193,23 @@ keyed_complete(struct idem_call *call, struct pay_note *note,
 		idem_abandon(call);
 	return rc;
 }
+
+enum keyed_end
+keyed_end_of(int rc, int nothing_happened)
+{
+	if (rc == IDEM_OK)
+		return KEYED_COMPLETED;
+	if (rc == IDEM_ELOST)
+		return KEYED_LOST;
+	return nothing_happened ? KEYED_RELEASED : KEYED_KEPT;
+}
+
+enum keyed_end
+keyed_release(struct idem_call *call, idem_tx_fn undo, void *undo_ctx)
+{
+	int rc = idem_release(call, undo, undo_ctx);
+
+	if (rc == IDEM_OK)
+		return KEYED_RELEASED;
+	return rc == IDEM_ELOST ? KEYED_LOST : KEYED_KEPT;
+}

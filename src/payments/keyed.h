@@ -45,6 +45,32 @@ void keyed_lost_or_failed(struct pay_note *note, int rc,
     struct response *resp);
 
 /*
+ * How a claimed keyed request ended: what the client's request and the
+ * completer (resume.h) both report.
+ */
+enum keyed_end {
+	KEYED_COMPLETED = 0, /* an answer stored */
+	KEYED_RELEASED,      /* released: nothing reached the provider */
+	KEYED_KEPT,          /* kept, lease ended: a retry resumes it */
+	KEYED_LOST           /* another attempt took the claim over */
+};
+
+/*
+ * How a claim ended after keyed_complete returned rc, given whether
+ * nothing had happened (released on failure) or something may have
+ * (abandoned).
+ */
+enum keyed_end keyed_end_of(int rc, int nothing_happened);
+
+/*
+ * Releases a claim after which nothing can have happened, with undo (may
+ * be NULL) in the release's transaction; a release that cannot be
+ * written leaves the claim abandoned (idem_release).
+ */
+enum keyed_end keyed_release(struct idem_call *call, idem_tx_fn undo,
+    void *undo_ctx);
+
+/*
  * Stores resp as the final answer of the claim, with the rows hook
  * writes (hook may be NULL).  Returns IDEM_OK, or the error: on
  * IDEM_ELOST resp has been made the answer; on any other error the claim

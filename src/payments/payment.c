@@ -2,6 +2,7 @@
  * payment.c: what a payment is, in bytes: the body of POST /payments,
  * the JSON representation, the stored row and the recovery point.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -179,10 +180,37 @@ pay_row_decode(const void *row, size_t len, const uint8_t **scope,
 int
 pay_cp_encode(const struct pay_cp *cp, struct buf *out)
 {
+	size_t clen = strlen(cp->order.cur->code);
+
 	if (buf_put_u8(out, PAY_CP_VERSION) != IDEM_OK ||
 	    buf_append(out, cp->id, PAY_ID_LEN) != IDEM_OK ||
-	    buf_put_u64(out, cp->created_ms) != IDEM_OK)
+	    buf_put_u64(out, cp->created_ms) != IDEM_OK ||
+	    buf_put_u64(out, (uint64_t)cp->order.minor) != IDEM_OK ||
+	    buf_put_u8(out, (uint8_t)clen) != IDEM_OK ||
+	    buf_append(out, cp->order.cur->code, clen) != IDEM_OK)
 		return IDEM_ENOMEM;
+	return IDEM_OK;
+}
+
+/* The order of a version 2 point: a positive amount, a known currency. */
+static int
+pay_cp_decode_order(struct rd *rd, struct pay_order *o)
+{
+	const uint8_t *code;
+	char c[8];
+	uint64_t minor;
+	uint8_t clen;
+
+	if (rd_u64(rd, &minor) != IDEM_OK || minor == 0 ||
+	    minor > (uint64_t)INT64_MAX || rd_u8(rd, &clen) != IDEM_OK ||
+	    clen == 0 || clen >= sizeof(c) ||
+	    rd_bytes(rd, clen, &code) != IDEM_OK)
+		return IDEM_ECORRUPT;
+	memcpy(c, code, clen);
+	c[clen] = '\0';
+	if ((o->cur = money_currency(c)) == NULL)
+		return IDEM_ECORRUPT;
+	o->minor = (int64_t)minor;
 	return IDEM_OK;
 }
 
@@ -194,9 +222,14 @@ pay_cp_decode(const void *point, size_t len, struct pay_cp *cp)
 	uint8_t v;
 
 	rd_init(&rd, point, len);
-	if (rd_u8(&rd, &v) != IDEM_OK || v != PAY_CP_VERSION ||
+	if (rd_u8(&rd, &v) != IDEM_OK || (v != 1 && v != PAY_CP_VERSION) ||
 	    rd_bytes(&rd, PAY_ID_LEN, &id) != IDEM_OK ||
-	    rd_u64(&rd, &cp->created_ms) != IDEM_OK || rd.left != 0)
+	    rd_u64(&rd, &cp->created_ms) != IDEM_OK)
+		return IDEM_ECORRUPT;
+	cp->order.minor = 0;
+	cp->order.cur = NULL;
+	if ((v == PAY_CP_VERSION && pay_cp_decode_order(&rd, &cp->order) !=
+	    IDEM_OK) || rd.left != 0)
 		return IDEM_ECORRUPT;
 	memcpy(cp->id, id, PAY_ID_LEN);
 	cp->id[PAY_ID_LEN] = '\0';
@@ -218,7 +251,7 @@ pay_id_valid(const char *id)
 
 /* A new payment's id and time, fixed before the provider is called. */
 void
-pay_cp_new(uint64_t now_ms, struct pay_cp *cp)
+pay_cp_new(uint64_t now_ms, const struct pay_order *o, struct pay_cp *cp)
 {
 	uint8_t raw[PAY_ID_HEX / 2];
 
@@ -226,4 +259,5 @@ pay_cp_new(uint64_t now_ms, struct pay_cp *cp)
 	memcpy(cp->id, "pay_", 4);
 	crypto_hex(raw, sizeof(raw), cp->id + 4);
 	cp->created_ms = now_ms;
+	cp->order = *o;
 }

@@ -16,7 +16,7 @@
 #define PAY_ID_HEX 24
 #define PAY_ID_LEN (4 + PAY_ID_HEX)   /* "pay_" and the hex digits */
 #define PAY_ROW_VERSION 1
-#define PAY_CP_VERSION 1
+#define PAY_CP_VERSION 2     /* 1: id and time only, still read */
 #define PAY_ETAG_SIZE 20
 
 /* The application's tables (idem_options.tables). */
@@ -29,10 +29,17 @@ struct pay_order {
 	const struct currency *cur;
 };
 
-/* The recovery point kept in the claim from PAY_STAGE_CHARGE_REQUESTED. */
+/*
+ * The recovery point kept in the claim from PAY_STAGE_CHARGE_REQUESTED:
+ * the payment's id and time, and what it charges, so that a completer
+ * (resume.h), which has no request, can ask the provider for the same
+ * charge.  A point written by an older release (version 1) has no order:
+ * order.cur is then NULL.
+ */
 struct pay_cp {
 	char id[PAY_ID_LEN + 1];
 	uint64_t created_ms;
+	struct pay_order order;
 };
 
 /*
@@ -63,8 +70,9 @@ int pay_row_decode(const void *row, size_t len, const uint8_t **scope,
 int pay_cp_encode(const struct pay_cp *cp, struct buf *out);
 int pay_cp_decode(const void *point, size_t len, struct pay_cp *cp);
 
-/* A new payment's id (random) and time. */
-void pay_cp_new(uint64_t now_ms, struct pay_cp *cp);
+/* A new payment's id (random) and time, for the order o. */
+void pay_cp_new(uint64_t now_ms, const struct pay_order *o,
+    struct pay_cp *cp);
 
 /* Whether id has the shape of a payment id. */
 int pay_id_valid(const char *id);

@@ -24,6 +24,7 @@
 #include "money.h"
 #include "payment.h"
 #include "problem.h"
+#include "resume.h"
 
 /* What a claim has done in the world by the time it ends. */
 enum pay_effect {
@@ -84,7 +85,7 @@ pay_complete_failed(struct response *resp, int rc, enum pay_effect effect)
  * reached the provider, and otherwise kept, with its lease ended, for
  * the retry to resume (keyed_complete).
  */
-static void
+static enum keyed_end
 pay_complete(struct pay_run *r, idem_tx_fn hook, void *hook_ctx,
     enum pay_effect effect, struct response *resp)
 {
@@ -94,6 +95,7 @@ pay_complete(struct pay_run *r, idem_tx_fn hook, void *hook_ctx,
 	    effect == PAY_EFFECT_NONE, NULL, NULL, resp);
 	if (rc != IDEM_OK && rc != IDEM_ELOST)
 		pay_complete_failed(resp, rc, effect);
+	return keyed_end_of(rc, effect == PAY_EFFECT_NONE);
 }
 
 /* The 201 of a charged payment, rendered into resp. */
@@ -144,11 +146,12 @@ pay_rows_write(void *ctx, struct idem_tx *tx)
 }
 
 /* Completes a charged payment: the row, the index and the answer at once. */
-static void
+static enum keyed_end
 pay_succeed(struct pay_run *r, const struct pay_cp *cp,
     const struct pay_order *o, const char *charge_id, struct response *resp)
 {
 	struct pay_rows rows = { cp->id, BUF_INIT, BUF_INIT };
+	enum keyed_end end = KEYED_KEPT;
 	int rc;
 
 	if ((rc = pay_created(cp, o, charge_id, resp)) != IDEM_OK ||
@@ -162,15 +165,17 @@ pay_succeed(struct pay_run *r, const struct pay_cp *cp,
 		pay_complete_failed(resp, rc, PAY_EFFECT_CHARGED);
 		goto out;
 	}
-	pay_complete(r, pay_rows_write, &rows, PAY_EFFECT_CHARGED, resp);
+	end = pay_complete(r, pay_rows_write, &rows, PAY_EFFECT_CHARGED, resp);
 out:
 	buf_free(&rows.idx);
 	buf_free(&rows.row);
+	return end;
 }
 
 /* The recovery point a fresh payment's claim starts with. */
 struct pay_first {
 	struct idem *idem;
+	const struct pay_order *o;
 	struct pay_cp cp;
 	struct buf bytes;
 };
@@ -185,7 +190,7 @@ pay_first_make(void *ctx, struct idem_start *out)
 	struct pay_first *f = ctx;
 	int rc;
 
-	pay_cp_new(idem_now_ms(f->idem), &f->cp);
+	pay_cp_new(idem_now_ms(f->idem), f->o, &f->cp);
 	buf_reset(&f->bytes);
 	if ((rc = pay_cp_encode(&f->cp, &f->bytes)) != IDEM_OK)
 		return rc;
@@ -202,7 +207,8 @@ pay_first_make(void *ctx, struct idem_start *out)
  * by an older release) gets them now, in a write of its own.
  */
 static int
-pay_checkpoint(struct pay_run *r, struct pay_cp *cp)
+pay_checkpoint(struct pay_run *r, const struct pay_order *o,
+    struct pay_cp *cp)
 {
 	struct buf b = BUF_INIT;
 	const void *point;
@@ -213,7 +219,7 @@ pay_checkpoint(struct pay_run *r, struct pay_cp *cp)
 	if (idem_call_stage(r->call) == PAY_STAGE_CHARGE_REQUESTED &&
 	    pay_cp_decode(point, len, cp) == IDEM_OK)
 		return IDEM_OK;
-	pay_cp_new(idem_now_ms(r->env->idem), cp);
+	pay_cp_new(idem_now_ms(r->env->idem), o, cp);
 	if ((rc = pay_cp_encode(cp, &b)) == IDEM_OK)
 		rc = idem_checkpoint(r->call, PAY_STAGE_CHARGE_REQUESTED,
 		    b.data, b.len);
@@ -222,7 +228,7 @@ pay_checkpoint(struct pay_run *r, struct pay_cp *cp)
 }
 
 /* Ends the claim of a call that reached the provider with this outcome. */
-static void
+static enum keyed_end
 pay_charged(struct pay_run *r, const struct pay_cp *cp,
     const struct pay_order *o, const struct provider_charge *ch,
     struct response *resp)
@@ -231,14 +237,12 @@ pay_charged(struct pay_run *r, const struct pay_cp *cp,
 
 	switch (ch->outcome) {
 	case PROVIDER_CHARGED:
-		pay_succeed(r, cp, o, ch->id, resp);
-		break;
+		return pay_succeed(r, cp, o, ch->id, resp);
 	case PROVIDER_DECLINED:
 		money_format(o->minor, o->cur, amount, sizeof(amount));
 		problem_build(resp, PROBLEM_DECLINED, "The card was declined "
 		    "for %s %s (decline %s).", amount, o->cur->code, ch->id);
-		pay_complete(r, NULL, NULL, PAY_EFFECT_DECLINED, resp);
-		break;
+		return pay_complete(r, NULL, NULL, PAY_EFFECT_DECLINED, resp);
 	case PROVIDER_UNAVAILABLE:
 		/*
 		 * This call did nothing.  The key may be used afresh only if no
@@ -246,20 +250,19 @@ pay_charged(struct pay_run *r, const struct pay_cp *cp,
 		 * one that did keeps the claim, so the retry still finds that
 		 * attempt's charge under the same derived key.
 		 */
-		if (!r->reached_before)
-			idem_release(r->call, NULL, NULL);
-		else
-			idem_abandon(r->call);
 		problem_build(resp, PROBLEM_PROVIDER_FAILED, "The payment "
 		    "provider is unavailable and nothing was charged; retry "
 		    "with the same Idempotency-Key.");
-		break;
+		if (!r->reached_before)
+			return keyed_release(r->call, NULL, NULL);
+		idem_abandon(r->call);
+		return KEYED_KEPT;
 	case PROVIDER_KEY_REUSED:
 		/* Cannot happen while fingerprints hold; keep the claim. */
 		idem_abandon(r->call);
 		problem_build(resp, PROBLEM_INTERNAL, "The payment provider "
 		    "refused the charge's key.");
-		break;
+		return KEYED_KEPT;
 	case PROVIDER_TIMEOUT:
 	default:
 		/*
@@ -272,12 +275,12 @@ pay_charged(struct pay_run *r, const struct pay_cp *cp,
 		    "provider did not confirm the charge; retry with the same "
 		    "Idempotency-Key and the original charge will be "
 		    "returned, never a second one.");
-		break;
+		return KEYED_KEPT;
 	}
 }
 
 /* Runs the payment for a claim we own, and ends the claim. */
-static void
+static enum keyed_end
 pay_run(struct pay_run *r, const struct pay_order *o, const char *invalid,
     struct response *resp)
 {
@@ -289,20 +292,21 @@ pay_run(struct pay_run *r, const struct pay_order *o, const char *invalid,
 	/* An invalid payment is a final answer: stored and replayed. */
 	if (o == NULL) {
 		problem_build(resp, PROBLEM_INVALID_PAYMENT, "%s", invalid);
-		pay_complete(r, NULL, NULL, r->reached_before ?
+		return pay_complete(r, NULL, NULL, r->reached_before ?
 		    PAY_EFFECT_CHARGED : PAY_EFFECT_NONE, resp);
-		return;
 	}
-	if ((rc = pay_checkpoint(r, &cp)) != IDEM_OK) {
+	if ((rc = pay_checkpoint(r, o, &cp)) != IDEM_OK) {
 		/*
 		 * Nothing reached the provider: a claim that never got its
 		 * recovery point is released, so the retry runs at once
 		 * instead of meeting 409s for the whole lease.
 		 */
-		if (rc != IDEM_ELOST && !r->reached_before)
-			idem_release(r->call, NULL, NULL);
 		keyed_lost_or_failed(r->note, rc, resp);
-		return;
+		if (rc == IDEM_ELOST)
+			return KEYED_LOST;
+		if (!r->reached_before)
+			return keyed_release(r->call, NULL, NULL);
+		return KEYED_KEPT;
 	}
 	/*
 	 * The provider deduplicates on a key derived from ours.  The claim's
@@ -322,14 +326,31 @@ pay_run(struct pay_run *r, const struct pay_order *o, const char *invalid,
 		idem_abandon(r->call);
 		problem_build(resp, PROBLEM_INTERNAL, "Out of memory; nothing "
 		    "was charged. Retry with the same Idempotency-Key.");
-		return;
+		return KEYED_KEPT;
 	}
 	rc = provider_charge(r->env->provider, pkey, o->minor, o->cur->code,
 	    idem_now_ms(r->env->idem), &ch);
 	free(pkey);
 	if (rc != IDEM_OK)
 		ch.outcome = PROVIDER_TIMEOUT;
-	pay_charged(r, &cp, o, &ch, resp);
+	return pay_charged(r, &cp, o, &ch, resp);
+}
+
+/*
+ * The claim's part of a payment, from the claim to its end: the same for
+ * a client's request (pay_post) and for the completer (resume.c), so a
+ * take-over ends alike whoever makes it.
+ */
+enum keyed_end
+pay_claimed(const struct pay_env *env, struct pay_note *note,
+    const char *scope, const char *key, struct idem_call *call,
+    const struct pay_order *o, const char *invalid, struct response *resp)
+{
+	struct pay_run r = { env, note, scope, key, call, 0 };
+
+	r.reached_before = idem_call_verdict(call) == IDEM_RESUME &&
+	    idem_call_stage(call) != PAY_STAGE_STARTED;
+	return pay_run(&r, o, invalid, resp);
 }
 
 void
@@ -338,8 +359,9 @@ pay_post(const struct pay_env *env, struct pay_note *note,
     struct response *resp)
 {
 	struct json_value *doc = NULL;
-	struct pay_first first = { env->idem, { "", 0 }, BUF_INIT };
-	struct pay_run r = { env, note, scope, NULL, NULL, 0 };
+	struct pay_first first = { env->idem, NULL, { "", 0, { 0, NULL } },
+	    BUF_INIT };
+	struct idem_call *call = NULL;
 	struct pay_order o;
 	char key[KEY_MAX + 1], invalid[256];
 	uint8_t fp[IDEM_FP_SIZE];
@@ -347,7 +369,6 @@ pay_post(const struct pay_env *env, struct pay_note *note,
 
 	if (keyed_precheck(env, req, st, "payment", key, &doc, fp, resp) != 0)
 		goto out;
-	r.key = key;
 	/*
 	 * A valid payment's claim records its id and time in its own write:
 	 * two writes per payment (claim, completion), not three.  Validity is
@@ -355,6 +376,7 @@ pay_post(const struct pay_env *env, struct pay_note *note,
 	 * answers come first).
 	 */
 	valid = pay_order_parse(doc, &o, invalid, sizeof(invalid)) == 0;
+	first.o = &o;
 	if (env->idem == NULL) {
 		pay_store_error(resp, env->open_rc);
 		goto out;
@@ -362,19 +384,18 @@ pay_post(const struct pay_env *env, struct pay_note *note,
 	if (env->keyhash != NULL)
 		keyhash_compute(env->keyhash, scope, key, note->keyhash);
 	rc = idem_begin(env->idem, scope, key, fp,
-	    valid ? pay_first_make : NULL, &first, &r.call);
+	    valid ? pay_first_make : NULL, &first, &call);
 	if (rc != IDEM_OK) {
 		pay_store_error(resp, rc);
 		goto out;
 	}
-	note->outcome = idem_strverdict(idem_call_verdict(r.call));
-	if (keyed_answer(env, r.call, "payment", resp))
+	note->outcome = idem_strverdict(idem_call_verdict(call));
+	if (keyed_answer(env, call, "payment", resp))
 		goto out;
-	r.reached_before = idem_call_verdict(r.call) == IDEM_RESUME &&
-	    idem_call_stage(r.call) != PAY_STAGE_STARTED;
-	pay_run(&r, valid ? &o : NULL, invalid, resp);
+	pay_claimed(env, note, scope, key, call, valid ? &o : NULL, invalid,
+	    resp);
 out:
-	idem_call_free(r.call);
+	idem_call_free(call);
 	buf_free(&first.bytes);
 	json_free(doc);
 }

@@ -25,6 +25,7 @@
 #include "payment.h"
 #include "problem.h"
 #include "refund.h"
+#include "resume.h"
 
 /* One refund on its claim. */
 struct refund_run {
@@ -265,13 +266,14 @@ refund_created(const struct refund_run *r, const struct refund_cp *cp,
 }
 
 /* Completes a refund the provider made: hold, rows and answer at once. */
-static void
+static enum keyed_end
 refund_succeed(struct refund_run *r, const struct refund_cp *cp,
     int64_t amount, struct response *resp)
 {
 	struct buf row = BUF_INIT, idx = BUF_INIT;
 	struct refund_settle s = { cp->id, r->payment, amount, &row, &idx };
 	int rc;
+	enum keyed_end end = KEYED_KEPT;
 
 	if ((rc = refund_created(r, cp, amount, resp)) != IDEM_OK ||
 	    (rc = refund_row_encode(r->scope, r->payment, &resp->body,
@@ -287,9 +289,11 @@ refund_succeed(struct refund_run *r, const struct refund_cp *cp,
 	    NULL, resp);
 	if (rc != IDEM_OK && rc != IDEM_ELOST)
 		refund_complete_failed(resp, rc, 1);
+	end = keyed_end_of(rc, 0);
 out:
 	buf_free(&idx);
 	buf_free(&row);
+	return end;
 }
 
 /*
@@ -297,7 +301,7 @@ out:
  * than is left), giving back the claim's hold, if any, in the same
  * transaction.
  */
-static void
+static enum keyed_end
 refund_final_nothing(struct refund_run *r, const struct refund_settle *s,
     struct response *resp)
 {
@@ -308,36 +312,36 @@ refund_final_nothing(struct refund_run *r, const struct refund_settle *s,
 	    refund_hold_free : NULL, (void *)s, resp);
 	if (rc != IDEM_OK && rc != IDEM_ELOST)
 		refund_complete_failed(resp, rc, 0);
+	return keyed_end_of(rc, !r->reached_before);
 }
 
 /* Ends the claim of a refund that reached the provider with ch. */
-static void
+static enum keyed_end
 refund_answer_provider(struct refund_run *r, const struct refund_cp *cp,
     const struct refund_settle *s, const struct provider_charge *ch,
     struct response *resp)
 {
 	switch (ch->outcome) {
 	case PROVIDER_REFUNDED:
-		refund_succeed(r, cp, s->amount, resp);
-		break;
+		return refund_succeed(r, cp, s->amount, resp);
 	case PROVIDER_UNAVAILABLE:
 		/*
 		 * Nothing happened in this call; the hold is given back only
 		 * if no earlier attempt may have reached the provider either.
 		 */
-		if (!r->reached_before)
-			idem_release(r->call, refund_hold_free, (void *)s);
-		else
-			idem_abandon(r->call);
 		problem_build(resp, PROBLEM_PROVIDER_FAILED, "The payment "
 		    "provider is unavailable and nothing was refunded; retry "
 		    "with the same Idempotency-Key.");
-		break;
+		if (!r->reached_before)
+			return keyed_release(r->call, refund_hold_free,
+			    (void *)s);
+		idem_abandon(r->call);
+		return KEYED_KEPT;
 	case PROVIDER_KEY_REUSED:
 		idem_abandon(r->call);
 		problem_build(resp, PROBLEM_INTERNAL, "The payment provider "
 		    "refused the refund's key.");
-		break;
+		return KEYED_KEPT;
 	case PROVIDER_TIMEOUT:
 	default:
 		/* A refund may have been made: keep the claim and its hold. */
@@ -346,7 +350,7 @@ refund_answer_provider(struct refund_run *r, const struct refund_cp *cp,
 		    "provider did not confirm the refund; retry with the same "
 		    "Idempotency-Key and the original refund will be "
 		    "returned, never a second one.");
-		break;
+		return KEYED_KEPT;
 	}
 }
 
@@ -375,7 +379,7 @@ refund_resume_point(struct refund_run *r, struct refund_cp *cp,
 }
 
 /* Runs the refund for a claim we own, and ends the claim. */
-static void
+static enum keyed_end
 refund_run(struct refund_run *r, const char *invalid, struct response *resp)
 {
 	struct provider_charge ch;
@@ -387,13 +391,12 @@ refund_run(struct refund_run *r, const char *invalid, struct response *resp)
 
 	if (invalid != NULL) {
 		problem_build(resp, PROBLEM_INVALID_REFUND, "%s", invalid);
-		refund_final_nothing(r, NULL, resp);
-		return;
+		return refund_final_nothing(r, NULL, resp);
 	}
 	if ((rc = refund_resume_point(r, &cp, &h)) != IDEM_OK) {
 		idem_abandon(r->call);
 		keyed_lost_or_failed(r->note, rc, resp);
-		return;
+		return KEYED_KEPT;
 	}
 	memset(&s, 0, sizeof(s));
 	s.id = cp.id;
@@ -404,8 +407,7 @@ refund_run(struct refund_run *r, const char *invalid, struct response *resp)
 		problem_build(resp, PROBLEM_REFUND_EXCEEDS, "This refund would "
 		    "exceed the payment: %s %s is left to refund.", left,
 		    r->cur->code);
-		refund_final_nothing(r, &s, resp);
-		return;
+		return refund_final_nothing(r, &s, resp);
 	}
 	/* The provider deduplicates on a key derived from ours (post.c). */
 	if (asprintf(&pkey, "refund:%s:%s:%llu", r->scope, r->key,
@@ -413,14 +415,27 @@ refund_run(struct refund_run *r, const char *invalid, struct response *resp)
 		idem_abandon(r->call);
 		problem_build(resp, PROBLEM_INTERNAL, "Out of memory; nothing "
 		    "was refunded. Retry with the same Idempotency-Key.");
-		return;
+		return KEYED_KEPT;
 	}
 	rc = provider_refund(r->env->provider, pkey, h.amount, r->cur->code,
 	    idem_now_ms(r->env->idem), &ch);
 	free(pkey);
 	if (rc != IDEM_OK)
 		ch.outcome = PROVIDER_TIMEOUT;
-	refund_answer_provider(r, &cp, &s, &ch, resp);
+	return refund_answer_provider(r, &cp, &s, &ch, resp);
+}
+
+enum keyed_end
+refund_claimed(const struct pay_env *env, struct pay_note *note,
+    const char *scope, const char *key, const char *payment,
+    const struct currency *cur, struct idem_call *call, const char *invalid,
+    struct response *resp)
+{
+	struct refund_run r = { env, note, scope, key, payment, cur, call, 0 };
+
+	r.reached_before = idem_call_verdict(call) == IDEM_RESUME &&
+	    idem_call_stage(call) != REFUND_STAGE_STARTED;
+	return refund_run(&r, invalid, resp);
 }
 
 /*
@@ -428,7 +443,7 @@ refund_run(struct refund_run *r, const char *invalid, struct response *resp)
  * currency.  Another account's payment is indistinguishable from none.
  * 0, or -1 with resp the answer (404 or 503).
  */
-static int
+int
 refund_payment_find(const struct pay_env *env, const char *payment,
     const char *scope, int64_t *paid, const struct currency **cur,
     struct response *resp)
@@ -469,8 +484,8 @@ refund_post(const struct pay_env *env, struct pay_note *note,
 {
 	struct json_value *doc = NULL;
 	struct refund_first first;
-	struct refund_run r = { env, note, scope, NULL, payment, NULL, NULL,
-	    0 };
+	struct idem_call *call = NULL;
+	const struct currency *cur = NULL;
 	char key[KEY_MAX + 1], invalid[256];
 	uint8_t fp[IDEM_FP_SIZE];
 	int rc, valid;
@@ -479,7 +494,6 @@ refund_post(const struct pay_env *env, struct pay_note *note,
 	buf_init(&first.bytes);
 	if (keyed_precheck(env, req, st, "refund", key, &doc, fp, resp) != 0)
 		goto out;
-	r.key = key;
 	if (env->idem == NULL) {
 		pay_store_error(resp, env->open_rc);
 		goto out;
@@ -488,29 +502,28 @@ refund_post(const struct pay_env *env, struct pay_note *note,
 	 * The payment is looked up before the claim and a 404 is not stored:
 	 * it says nothing about the key, which stays unused.
 	 */
-	if (refund_payment_find(env, payment, scope, &first.paid, &r.cur,
+	if (refund_payment_find(env, payment, scope, &first.paid, &cur,
 	    resp) != 0)
 		goto out;
-	valid = refund_ask_parse(doc, r.cur, &first.ask, invalid,
+	valid = refund_ask_parse(doc, cur, &first.ask, invalid,
 	    sizeof(invalid)) == 0;
 	first.idem = env->idem;
 	first.payment = payment;
 	if (env->keyhash != NULL)
 		keyhash_compute(env->keyhash, scope, key, note->keyhash);
 	rc = idem_begin(env->idem, scope, key, fp,
-	    valid ? refund_first_make : NULL, &first, &r.call);
+	    valid ? refund_first_make : NULL, &first, &call);
 	if (rc != IDEM_OK) {
 		pay_store_error(resp, rc);
 		goto out;
 	}
-	note->outcome = idem_strverdict(idem_call_verdict(r.call));
-	if (keyed_answer(env, r.call, "refund", resp))
+	note->outcome = idem_strverdict(idem_call_verdict(call));
+	if (keyed_answer(env, call, "refund", resp))
 		goto out;
-	r.reached_before = idem_call_verdict(r.call) == IDEM_RESUME &&
-	    idem_call_stage(r.call) != REFUND_STAGE_STARTED;
-	refund_run(&r, valid ? NULL : invalid, resp);
+	refund_claimed(env, note, scope, key, payment, cur, call,
+	    valid ? NULL : invalid, resp);
 out:
-	idem_call_free(r.call);
+	idem_call_free(call);
 	buf_free(&first.bytes);
 	json_free(doc);
 }

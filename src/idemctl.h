@@ -1,0 +1,69 @@
+/*
+ * idemctl.h: what the commands of idemctl share (idemctl.c holds main,
+ * the options and the dispatch; each idemctl_*.c a group of commands).
+ *
+ * Exit statuses (doc/idemctl.8): CTL_OK, CTL_FAIL (the store, the
+ * provider or the system failed), CTL_USAGE (the command line is
+ * wrong), CTL_ABSENT (inspect: no such key).
+ */
+#ifndef IDEMCTL_H
+#define IDEMCTL_H
+
+#include <stdint.h>
+
+#include "buf.h"
+#include "cfg.h"
+#include "keyhash.h"
+#include "store.h"
+
+enum ctl_exit {
+	CTL_OK = 0,
+	CTL_FAIL = 1,
+	CTL_USAGE = 2,
+	CTL_ABSENT = 3
+};
+
+/* The configuration: the responder's environment, then -d, -p, -s. */
+extern struct config ctl_cfg;
+/* Set by --json: commands that can print JSON do. */
+extern int ctl_json;
+
+/* Prints the usage on stderr and exits with CTL_USAGE. */
+void ctl_usage(void) __attribute__((noreturn));
+
+/*
+ * Parses a command's options: --json (and -j) for every command, and
+ * the letters in opts (getopt(3) syntax) passed to fn, which returns 0
+ * or -1 for a bad value.  Returns optind; exits with CTL_USAGE on
+ * anything else.
+ */
+int ctl_options(int argc, char *argv[], const char *opts,
+    int (*fn)(void *ctx, int ch, const char *arg), void *ctx);
+
+/* A whole number from 1 to max, or -1. */
+long long ctl_number(const char *s, long long max);
+
+/* The store, opened; exits with CTL_FAIL (after a message) when it fails. */
+struct store *ctl_store(int read_only);
+
+/* The key's name in the responder's log ("-" without the secret). */
+void ctl_keyhash(const char *scope, const char *key,
+    char out[KEYHASH_HEX + 1]);
+
+/* Writes b to stdout; CTL_OK, or CTL_FAIL when it cannot. */
+int ctl_print(const struct buf *b);
+
+/*
+ * Whether progress lines go to stderr: only when it is a terminal, so
+ * that logs and pipes get the summary alone.
+ */
+int ctl_progress_on(void);
+
+/* The commands. */
+int ctl_stats(int argc, char *argv[]);
+int ctl_inspect(int argc, char *argv[]);
+int ctl_stuck(int argc, char *argv[]);
+int ctl_purge(int argc, char *argv[]);
+int ctl_resume(int argc, char *argv[]);
+
+#endif
