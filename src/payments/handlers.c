@@ -13,9 +13,10 @@
 #include "idem.h"
 #include "json.h"
 #include "metrics.h"
-#include "resume.h"
 #include "payment.h"
 #include "problem.h"
+#include "resume.h"
+#include "rowkey.h"
 
 #define PAY_LIST_DEFAULT 20
 #define PAY_LIST_MAX 100
@@ -91,7 +92,7 @@ pay_get(const struct pay_env *env, const struct request *req, const char *id,
 		pay_store_error(resp, env->open_rc);
 		return;
 	}
-	rc = idem_row_get(env->idem, PAY_TABLE_PAYMENTS, id, strlen(id), &row,
+	rc = rowkey_get(env->idem, PAY_TABLE_PAYMENTS, id, strlen(id), &row,
 	    &rowlen);
 	if (rc == IDEM_OK)
 		rc = pay_row_decode(row, rowlen, &s, &slen, &b, &blen);
@@ -140,8 +141,8 @@ pay_collect(void *ctx, const void *key, size_t keylen, const void *val,
 	const char *id;
 
 	/*
-	 * The id is the key's last PAY_ID_LEN bytes; entries written before
-	 * that was relied on also carry it as their value.
+	 * The id is the entry's value; entries written when ids named rows
+	 * have none, and end their key with the id instead.
 	 */
 	if (vallen == PAY_ID_LEN)
 		id = val;
@@ -225,7 +226,7 @@ pay_list(const struct pay_env *env, const struct request *req, const char *scope
 	    i < ids->n && i < (size_t)limit; i++) {
 		free(row);
 		row = NULL;
-		if (idem_row_get(env->idem, PAY_TABLE_PAYMENTS, ids->ids[i],
+		if (rowkey_get(env->idem, PAY_TABLE_PAYMENTS, ids->ids[i],
 		    PAY_ID_LEN, &row, &rowlen) != IDEM_OK ||
 		    pay_row_decode(row, rowlen, &s, &slen, &b, &blen) !=
 		    IDEM_OK)

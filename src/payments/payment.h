@@ -20,8 +20,9 @@
 #define PAY_ETAG_SIZE 20
 
 /* The application's tables (idem_options.tables). */
-#define PAY_TABLE_PAYMENTS "payments"     /* id -> payment row */
-#define PAY_TABLE_BY_ACCOUNT "by_account" /* scope NUL be64 time id -> "" */
+#define PAY_TABLE_PAYMENTS "payments"     /* rowkey(id) -> payment row */
+#define PAY_TABLE_BY_ACCOUNT "by_account"
+				/* scope NUL be64 time rowkey(id) -> id */
 
 /* What POST /payments asks for, once validated. */
 struct pay_order {

@@ -25,6 +25,7 @@
 #include "payment.h"
 #include "problem.h"
 #include "resume.h"
+#include "rowkey.h"
 
 /* What a claim has done in the world by the time it ends. */
 enum pay_effect {
@@ -137,12 +138,12 @@ pay_rows_write(void *ctx, struct idem_tx *tx)
 	struct pay_rows *p = ctx;
 	int rc;
 
-	if ((rc = idem_tx_put(tx, PAY_TABLE_PAYMENTS, p->id, PAY_ID_LEN,
+	if ((rc = rowkey_tx_put(tx, PAY_TABLE_PAYMENTS, p->id, PAY_ID_LEN,
 	    p->row.data, p->row.len)) != IDEM_OK)
 		return rc;
-	/* The id ends the index key already: the entry needs no value. */
+	/* The index key ends with the row's name; its value is the id. */
 	return idem_tx_put(tx, PAY_TABLE_BY_ACCOUNT, p->idx.data, p->idx.len,
-	    NULL, 0);
+	    p->id, PAY_ID_LEN);
 }
 
 /* Completes a charged payment: the row, the index and the answer at once. */
@@ -152,7 +153,10 @@ pay_succeed(struct pay_run *r, const struct pay_cp *cp,
 {
 	struct pay_rows rows = { cp->id, BUF_INIT, BUF_INIT };
 	enum keyed_end end = KEYED_KEPT;
+	uint8_t name[ROWKEY_LEN];
 	int rc;
+
+	rowkey(cp->id, PAY_ID_LEN, name);
 
 	if ((rc = pay_created(cp, o, charge_id, resp)) != IDEM_OK ||
 	    (rc = pay_row_encode(r->scope, &resp->body, &rows.row)) !=
@@ -160,7 +164,7 @@ pay_succeed(struct pay_run *r, const struct pay_cp *cp,
 	    (rc = buf_append(&rows.idx, r->scope, strlen(r->scope) + 1)) !=
 	    IDEM_OK ||
 	    (rc = buf_put_u64(&rows.idx, cp->created_ms)) != IDEM_OK ||
-	    (rc = buf_append(&rows.idx, cp->id, PAY_ID_LEN)) != IDEM_OK) {
+	    (rc = buf_append(&rows.idx, name, sizeof(name))) != IDEM_OK) {
 		idem_abandon(r->call);
 		pay_complete_failed(resp, rc, PAY_EFFECT_CHARGED);
 		goto out;

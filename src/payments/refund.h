@@ -22,10 +22,13 @@
 #define REFUND_HOLD_VERSION 1
 #define REFUND_CP_VERSION 1
 
-/* The application's tables for refunds (idem_options.tables). */
+/*
+ * The application's tables for refunds (idem_options.tables); rows named
+ * by an id are stored under rowkey(id) (rowkey.h).
+ */
 #define REFUND_TABLE_REFUNDS "refunds"         /* refund id -> refund row */
 #define REFUND_TABLE_BY_PAYMENT "refunds_by_payment"
-					/* payment id be64 time refund id -> "" */
+				/* rowkey(payment) be64 time rowkey(refund) -> refund id */
 #define REFUND_TABLE_TOTALS "refund_totals"    /* payment id -> totals */
 #define REFUND_TABLE_HOLDS "refund_holds"      /* refund id -> hold */
 

@@ -13,6 +13,7 @@
 #include "payment.h"
 #include "problem.h"
 #include "refund.h"
+#include "rowkey.h"
 
 #define REFUND_LIST_DEFAULT 20
 #define REFUND_LIST_MAX 100
@@ -58,7 +59,7 @@ refund_refunded(struct idem *idem, const char *payment, int64_t *refunded)
 	int rc;
 
 	*refunded = 0;
-	rc = idem_row_get(idem, REFUND_TABLE_TOTALS, payment, PAY_ID_LEN, &v,
+	rc = rowkey_get(idem, REFUND_TABLE_TOTALS, payment, PAY_ID_LEN, &v,
 	    &len);
 	if (rc == IDEM_ENOTFOUND)
 		return IDEM_OK;
@@ -103,7 +104,7 @@ refund_payment_owned(const struct pay_env *env, const char *payment,
 		problem_build(resp, PROBLEM_NOT_FOUND, "No such payment.");
 		return -1;
 	}
-	rc = idem_row_get(env->idem, PAY_TABLE_PAYMENTS, payment, PAY_ID_LEN,
+	rc = rowkey_get(env->idem, PAY_TABLE_PAYMENTS, payment, PAY_ID_LEN,
 	    &row, &rowlen);
 	if (rc == IDEM_OK)
 		rc = pay_row_decode(row, rowlen, &s, &slen, &b, &blen);
@@ -132,7 +133,7 @@ refund_get(const struct pay_env *env, const char *payment, const char *id,
 		problem_build(resp, PROBLEM_NOT_FOUND, "No such refund.");
 		return;
 	}
-	rc = idem_row_get(env->idem, REFUND_TABLE_REFUNDS, id, REFUND_ID_LEN,
+	rc = rowkey_get(env->idem, REFUND_TABLE_REFUNDS, id, REFUND_ID_LEN,
 	    &row, &rowlen);
 	if (rc == IDEM_OK)
 		rc = refund_row_decode(row, rowlen, &s, &slen, &p, &b, &blen);
@@ -170,13 +171,21 @@ refund_collect(void *ctx, const void *key, size_t keylen, const void *val,
     size_t vallen)
 {
 	struct refund_ids *r = ctx;
+	const char *id;
 
-	(void)val;
-	if (vallen != 0 || keylen != PAY_ID_LEN + 8 + REFUND_ID_LEN ||
-	    r->n > REFUND_LIST_MAX)
+	/*
+	 * The id is the entry's value; entries written when ids named rows
+	 * have none, and end their key with the id instead.
+	 */
+	if (vallen == REFUND_ID_LEN)
+		id = val;
+	else if (vallen == 0 && keylen == PAY_ID_LEN + 8 + REFUND_ID_LEN)
+		id = (const char *)key + PAY_ID_LEN + 8;
+	else
 		return 1;
-	memcpy(r->ids[r->n], (const char *)key + PAY_ID_LEN + 8,
-	    REFUND_ID_LEN);
+	if (r->n > REFUND_LIST_MAX)
+		return 1;
+	memcpy(r->ids[r->n], id, REFUND_ID_LEN);
 	r->ids[r->n][REFUND_ID_LEN] = '\0';
 	r->n++;
 	return 0;
@@ -195,7 +204,7 @@ refund_list_items(const struct pay_env *env, const struct refund_ids *ids,
 	    i++) {
 		row = NULL;
 		/* The stored representation, as a value of the list. */
-		if (idem_row_get(env->idem, REFUND_TABLE_REFUNDS, ids->ids[i],
+		if (rowkey_get(env->idem, REFUND_TABLE_REFUNDS, ids->ids[i],
 		    REFUND_ID_LEN, &row, &rowlen) == IDEM_OK &&
 		    refund_row_decode(row, rowlen, &s, &slen, &p, &b,
 		    &blen) == IDEM_OK)
@@ -210,6 +219,7 @@ refund_list(const struct pay_env *env, const struct request *req,
     const char *payment, const char *scope, struct response *resp)
 {
 	struct refund_ids *ids = NULL;
+	uint8_t name[ROWKEY_LEN];
 	struct json_writer w;
 	long limit;
 	int rc;
@@ -227,8 +237,17 @@ refund_list(const struct pay_env *env, const struct request *req,
 		problem_build(resp, PROBLEM_INTERNAL, "Out of memory.");
 		return;
 	}
-	rc = idem_row_scan(env->idem, REFUND_TABLE_BY_PAYMENT, payment,
-	    PAY_ID_LEN, 1, (size_t)limit + 1, refund_collect, ids);
+	/*
+	 * Newest first: the entries under the payment's row name, then any
+	 * written when the id itself named it, all older than those.
+	 */
+	rowkey(payment, PAY_ID_LEN, name);
+	rc = idem_row_scan(env->idem, REFUND_TABLE_BY_PAYMENT, name,
+	    sizeof(name), 1, (size_t)limit + 1, refund_collect, ids);
+	if (rc == IDEM_OK && ids->n < (size_t)limit + 1)
+		rc = idem_row_scan(env->idem, REFUND_TABLE_BY_PAYMENT,
+		    payment, PAY_ID_LEN, 1, (size_t)limit + 1 - ids->n,
+		    refund_collect, ids);
 	if (rc != IDEM_OK) {
 		pay_store_error(resp, rc);
 		goto out;

@@ -26,6 +26,7 @@
 #include "problem.h"
 #include "refund.h"
 #include "resume.h"
+#include "rowkey.h"
 
 /* One refund on its claim. */
 struct refund_run {
@@ -68,7 +69,7 @@ refund_totals_read(struct idem_tx *tx, const char *payment, int64_t paid,
 	size_t len;
 	int rc;
 
-	rc = idem_tx_get(tx, REFUND_TABLE_TOTALS, payment, PAY_ID_LEN, &v,
+	rc = rowkey_tx_get(tx, REFUND_TABLE_TOTALS, payment, PAY_ID_LEN, &v,
 	    &len);
 	if (rc == IDEM_ENOTFOUND) {
 		t->amount = paid;
@@ -88,7 +89,7 @@ refund_totals_write(struct idem_tx *tx, const char *payment,
 	int rc;
 
 	if ((rc = refund_totals_encode(t, &b)) == IDEM_OK)
-		rc = idem_tx_put(tx, REFUND_TABLE_TOTALS, payment, PAY_ID_LEN,
+		rc = rowkey_tx_put(tx, REFUND_TABLE_TOTALS, payment, PAY_ID_LEN,
 		    b.data, b.len);
 	buf_free(&b);
 	return rc;
@@ -125,7 +126,7 @@ refund_hold_place(void *ctx, struct idem_tx *tx)
 	else if ((rc = refund_totals_write(tx, f->payment, &t)) != IDEM_OK)
 		return rc;
 	if ((rc = refund_hold_encode(&h, &b)) == IDEM_OK)
-		rc = idem_tx_put(tx, REFUND_TABLE_HOLDS, f->cp.id,
+		rc = rowkey_tx_put(tx, REFUND_TABLE_HOLDS, f->cp.id,
 		    REFUND_ID_LEN, b.data, b.len);
 	buf_free(&b);
 	return rc;
@@ -163,7 +164,7 @@ refund_hold_take(struct idem_tx *tx, const struct refund_settle *s)
 	size_t len;
 	int rc;
 
-	rc = idem_tx_get(tx, REFUND_TABLE_HOLDS, s->id, REFUND_ID_LEN, &v,
+	rc = rowkey_tx_get(tx, REFUND_TABLE_HOLDS, s->id, REFUND_ID_LEN, &v,
 	    &len);
 	if (rc != IDEM_OK)
 		return rc;
@@ -172,7 +173,7 @@ refund_hold_take(struct idem_tx *tx, const struct refund_settle *s)
 	if (h.amount != s->amount ||
 	    memcmp(h.payment, s->payment, PAY_ID_LEN) != 0)
 		return IDEM_ECORRUPT;
-	return idem_tx_del(tx, REFUND_TABLE_HOLDS, s->id, REFUND_ID_LEN);
+	return rowkey_tx_del(tx, REFUND_TABLE_HOLDS, s->id, REFUND_ID_LEN);
 }
 
 /*
@@ -219,11 +220,12 @@ refund_hold_settle(void *ctx, struct idem_tx *tx)
 	t.reserved -= s->amount;
 	t.refunded += s->amount;
 	if ((rc = refund_totals_write(tx, s->payment, &t)) != IDEM_OK ||
-	    (rc = idem_tx_put(tx, REFUND_TABLE_REFUNDS, s->id, REFUND_ID_LEN,
+	    (rc = rowkey_tx_put(tx, REFUND_TABLE_REFUNDS, s->id, REFUND_ID_LEN,
 	    s->row->data, s->row->len)) != IDEM_OK)
 		return rc;
+	/* The index key ends with the row's name; its value is the id. */
 	return idem_tx_put(tx, REFUND_TABLE_BY_PAYMENT, s->idx->data,
-	    s->idx->len, NULL, 0);
+	    s->idx->len, s->id, REFUND_ID_LEN);
 }
 
 /* The 503 of a refund the provider made whose answer was not stored. */
@@ -272,15 +274,18 @@ refund_succeed(struct refund_run *r, const struct refund_cp *cp,
 {
 	struct buf row = BUF_INIT, idx = BUF_INIT;
 	struct refund_settle s = { cp->id, r->payment, amount, &row, &idx };
+	uint8_t pname[ROWKEY_LEN], rname[ROWKEY_LEN];
 	int rc;
 	enum keyed_end end = KEYED_KEPT;
 
+	rowkey(r->payment, PAY_ID_LEN, pname);
+	rowkey(cp->id, REFUND_ID_LEN, rname);
 	if ((rc = refund_created(r, cp, amount, resp)) != IDEM_OK ||
 	    (rc = refund_row_encode(r->scope, r->payment, &resp->body,
 	    &row)) != IDEM_OK ||
-	    (rc = buf_append(&idx, r->payment, PAY_ID_LEN)) != IDEM_OK ||
+	    (rc = buf_append(&idx, pname, sizeof(pname))) != IDEM_OK ||
 	    (rc = buf_put_u64(&idx, cp->created_ms)) != IDEM_OK ||
-	    (rc = buf_append(&idx, cp->id, REFUND_ID_LEN)) != IDEM_OK) {
+	    (rc = buf_append(&idx, rname, sizeof(rname))) != IDEM_OK) {
 		idem_abandon(r->call);
 		refund_complete_failed(resp, rc, 1);
 		goto out;
@@ -368,7 +373,7 @@ refund_resume_point(struct refund_run *r, struct refund_cp *cp,
 	if (idem_call_stage(r->call) != REFUND_STAGE_HELD ||
 	    (rc = refund_cp_decode(point, len, cp)) != IDEM_OK)
 		return IDEM_ECORRUPT;
-	rc = idem_row_get(r->env->idem, REFUND_TABLE_HOLDS, cp->id,
+	rc = rowkey_get(r->env->idem, REFUND_TABLE_HOLDS, cp->id,
 	    REFUND_ID_LEN, &v, &vlen);
 	if (rc == IDEM_OK)
 		rc = refund_hold_decode(v, vlen, h);
@@ -457,7 +462,7 @@ refund_payment_find(const struct pay_env *env, const char *payment,
 		problem_build(resp, PROBLEM_NOT_FOUND, "No such payment.");
 		return -1;
 	}
-	rc = idem_row_get(env->idem, PAY_TABLE_PAYMENTS, payment, PAY_ID_LEN,
+	rc = rowkey_get(env->idem, PAY_TABLE_PAYMENTS, payment, PAY_ID_LEN,
 	    &row, &rowlen);
 	if (rc == IDEM_OK)
 		rc = pay_row_decode(row, rowlen, &s, &slen, &b, &blen);

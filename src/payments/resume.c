@@ -14,6 +14,7 @@
 #include "metrics.h"
 #include "refund.h"
 #include "resume.h"
+#include "rowkey.h"
 #include "store.h"
 
 /* A stuck claim found by a walk, to be taken over after it. */
@@ -220,7 +221,7 @@ resume_refund_of(const struct pay_env *env, const char *scope,
 	int64_t paid;
 	int rc;
 
-	rc = idem_row_get(env->idem, REFUND_TABLE_HOLDS, cp->id,
+	rc = rowkey_get(env->idem, REFUND_TABLE_HOLDS, cp->id,
 	    REFUND_ID_LEN, &v, &vlen);
 	if (rc == IDEM_OK)
 		rc = refund_hold_decode(v, vlen, h);

@@ -16,6 +16,7 @@
 #include "err.h"
 #include "payment.h"
 #include "refund.h"
+#include "rowkey.h"
 #include "sim.h"
 
 #define CHECK_MAX 1024
@@ -341,6 +342,16 @@ charge_find(const char *id)
 }
 
 /* Copies the string value of "name":"..." in a JSON body into out. */
+/* The row the id names, where the application stores it (rowkey.h). */
+static int
+truth_named(const char *table, const char *id, struct buf *out)
+{
+	uint8_t k[ROWKEY_LEN];
+
+	rowkey(id, strlen(id), k);
+	return truth_row(table, k, sizeof(k), out);
+}
+
 static int
 json_field(const char *body, const char *name, char *out, size_t outlen)
 {
@@ -454,7 +465,7 @@ check_refund_row(const char *scope, const char *key, uint64_t created_ms,
 	struct charge *c = NULL;
 	size_t i, sl, bl;
 
-	if (truth_row(REFUND_TABLE_REFUNDS, id, strlen(id), &row) !=
+	if (truth_named(REFUND_TABLE_REFUNDS, id, &row) !=
 	    IDEM_OK) {
 		violation("%s key %s: refund 201 committed without its refund "
 		    "row %s", scope, key, id);
@@ -543,7 +554,7 @@ check_on_complete(const char *scope, const char *key, struct sim_req *rq)
 		check_refund_row(scope, key, created, id, &s->resp);
 		return;
 	}
-	rc = truth_row(PAY_TABLE_PAYMENTS, id, strlen(id), &row);
+	rc = truth_named(PAY_TABLE_PAYMENTS, id, &row);
 	if (rc != IDEM_OK)
 		violation("%s key %s: 201 committed without its payment row %s",
 		    scope, key, id);
@@ -692,8 +703,8 @@ check_totals(const struct owner *o)
 	const uint8_t *v;
 	int64_t amount, refunded, reserved, recorded;
 
-	if (o->amount < 0 || truth_row(REFUND_TABLE_TOTALS, o->id,
-	    strlen(o->id), &row) != IDEM_OK)
+	if (o->amount < 0 || truth_named(REFUND_TABLE_TOTALS, o->id,
+	    &row) != IDEM_OK)
 		goto out;
 	v = (const uint8_t *)row.data;
 	if (row.len != 25 || v[0] != 1) {

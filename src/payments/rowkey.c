@@ -1,0 +1,71 @@
+/*
+ * rowkey.c: rows named by the digest of a payment or refund id (rowkey.h).
+ */
+#include <string.h>
+
+#include "crypto.h"
+#include "rowkey.h"
+
+void
+rowkey(const char *id, size_t len, uint8_t out[ROWKEY_LEN])
+{
+	uint8_t d[CRYPTO_SHA256_SIZE];
+	struct crypto_sha256 h;
+
+	crypto_sha256_init(&h);
+	crypto_sha256_update(&h, id, len);
+	crypto_sha256_final(&h, d);
+	memcpy(out, d, ROWKEY_LEN);
+}
+
+int
+rowkey_get(struct idem *idem, const char *table, const char *id, size_t len,
+    void **val, size_t *vallen)
+{
+	uint8_t k[ROWKEY_LEN];
+	int rc;
+
+	rowkey(id, len, k);
+	rc = idem_row_get(idem, table, k, sizeof(k), val, vallen);
+	if (rc == IDEM_ENOTFOUND)
+		rc = idem_row_get(idem, table, id, len, val, vallen);
+	return rc;
+}
+
+int
+rowkey_tx_get(struct idem_tx *tx, const char *table, const char *id,
+    size_t len, const void **val, size_t *vallen)
+{
+	uint8_t k[ROWKEY_LEN];
+	int rc;
+
+	rowkey(id, len, k);
+	rc = idem_tx_get(tx, table, k, sizeof(k), val, vallen);
+	if (rc == IDEM_ENOTFOUND)
+		rc = idem_tx_get(tx, table, id, len, val, vallen);
+	return rc;
+}
+
+int
+rowkey_tx_put(struct idem_tx *tx, const char *table, const char *id,
+    size_t len, const void *val, size_t vallen)
+{
+	uint8_t k[ROWKEY_LEN];
+
+	rowkey(id, len, k);
+	return idem_tx_put(tx, table, k, sizeof(k), val, vallen);
+}
+
+int
+rowkey_tx_del(struct idem_tx *tx, const char *table, const char *id,
+    size_t len)
+{
+	uint8_t k[ROWKEY_LEN];
+	int rc;
+
+	rowkey(id, len, k);
+	rc = idem_tx_del(tx, table, k, sizeof(k));
+	if (rc == IDEM_ENOTFOUND)
+		rc = idem_tx_del(tx, table, id, len);
+	return rc;
+}

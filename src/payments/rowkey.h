@@ -1,0 +1,41 @@
+/*
+ * rowkey.h: the store's names for rows named by a payment or refund id.
+ *
+ * An id is what a client holds and looks a payment up by; the store keeps
+ * it only inside values, which are sealed when sealing is on (seal.h).
+ * A row named by an id is stored under the first ROWKEY_LEN bytes of the
+ * id's SHA-256.  Ids are random (80 bits), so the digest neither shows an
+ * id nor lets anyone list them from a copy of the store, and it needs no
+ * secret: every host names a row the same way, before and after a key
+ * roll.  Rows written when ids named rows directly stay where they are;
+ * readers look there when the digest finds nothing.  The two names never
+ * meet: a digest is shorter than any id.
+ */
+#ifndef IDEM_ROWKEY_H
+#define IDEM_ROWKEY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "idem.h"
+
+#define ROWKEY_LEN 16
+
+/* The store key of the row that id (len bytes) names. */
+void rowkey(const char *id, size_t len, uint8_t out[ROWKEY_LEN]);
+
+/*
+ * idem_row_get, idem_tx_get, idem_tx_put and idem_tx_del on the row that
+ * id names: gets and deletes find rows under either name, puts write
+ * under the digest.
+ */
+int rowkey_get(struct idem *idem, const char *table, const char *id,
+    size_t len, void **val, size_t *vallen);
+int rowkey_tx_get(struct idem_tx *tx, const char *table, const char *id,
+    size_t len, const void **val, size_t *vallen);
+int rowkey_tx_put(struct idem_tx *tx, const char *table, const char *id,
+    size_t len, const void *val, size_t vallen);
+int rowkey_tx_del(struct idem_tx *tx, const char *table, const char *id,
+    size_t len);
+
+#endif
