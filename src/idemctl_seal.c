@@ -51,7 +51,6 @@ struct ctl_rekey {
 	int plaintext;
 	size_t moved;
 	size_t failed;
-	int records_fixed;   /* the store cannot rewrite records */
 };
 
 /* One table: its stale keys listed once, then rewritten in batches. */
@@ -98,13 +97,8 @@ ctl_rekey_records(struct ctl_rekey *k)
 		goto out;
 	while (done < n) {
 		step = n - done < k->batch ? n - done : k->batch;
-		rc = store_reseal_record_batch(k->idem, &list, &off, step);
-		if (rc == IDEM_EINVAL) {
-			k->records_fixed = 1;
-			rc = IDEM_OK;
-			break;
-		}
-		if (rc != IDEM_OK)
+		if ((rc = store_reseal_record_batch(k->idem, &list, &off,
+		    step)) != IDEM_OK)
 			goto out;
 		done += step;
 		printf("rekey: records %zu/%zu\n", done, n);
@@ -174,8 +168,6 @@ ctl_rekey(const struct config *cfg, int argc, char **argv)
 	if (rc != IDEM_OK)
 		return 1;
 	printf("rows resealed: %zu\nrows that did not open: %zu\n"
-	    "records under older keys: %zu%s\n", k.moved, k.failed, stale,
-	    k.records_fixed ? " (this store cannot rewrite them: they go "
-	    "with their TTL)" : "");
+	    "records under older keys: %zu\n", k.moved, k.failed, stale);
 	return k.failed != 0;
 }

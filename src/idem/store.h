@@ -288,7 +288,7 @@ int store_count(struct store *s, const char *table, size_t *n);
  * response (borrowing memory of its own, valid until the next call) and
  * sets *changed; a changed record is written back with its index entry
  * as it was (fn changes no time or state).  IDEM_EINVAL from a backend
- * without it (the PostgreSQL one, for now).
+ * without it (the LMDB and PostgreSQL ones have it).
  */
 typedef int (*store_reseal_fn)(void *ctx, const char *scope,
     const char *key, struct rec *r, int *changed);
@@ -417,7 +417,7 @@ int store_reseal_rows(struct idem *idem, const char *table,
  * transaction (store_reseal), each read again inside it: a record that
  * changed meanwhile is rewritten as it now is, one gone is skipped, one
  * that does not open is left (logged).  IDEM_EINVAL from a backend that
- * cannot rewrite records (PostgreSQL, for now): those go with their TTL.
+ * cannot rewrite records (store_reseal): those go with their TTL.
  */
 int store_reseal_records(struct idem *idem, size_t *stale);
 int store_reseal_record_scan(struct idem *idem, struct buf *list, size_t *n);

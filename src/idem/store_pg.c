@@ -547,4 +547,5 @@ const struct store_ops store_pg_ops = {
 	.tx_get = pg_tx_get,
 	.tx_put = pg_tx_put,
 	.tx_del = pg_tx_del,
+	.reseal = pg_reseal,
 };

@@ -134,6 +134,8 @@ int pg_abandon(struct store *base, const char *scope, const char *key,
     const uint8_t token[REC_TOKEN_SIZE], uint64_t now_ms);
 int pg_purge(struct store *base, uint64_t now_ms, size_t max,
     size_t *purged);
+int pg_reseal(struct store *base, const char *const *scopes,
+    const char *const *keys, size_t n, store_reseal_fn fn, void *ctx);
 int pg_get(struct store *base, const char *table, const void *key,
     size_t keylen, struct buf *out);
 int pg_insert_once(struct store *base, const char *table, const void *key,

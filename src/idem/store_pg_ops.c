@@ -681,6 +681,60 @@ pg_abandon(struct store *base, const char *scope, const char *key,
 	return pg_own_write(base, scope, key, token, &a);
 }
 
+/*
+ * Key rolling (store_reseal): each listed record locked and read again
+ * in one transaction, and the ones fn changed written back.  Only the
+ * recovery point or response changes, so purge_at, which pg_rec_put
+ * derives from the record's times and state, stays as it was.
+ */
+struct pg_reseal_job {
+	const char *const *scopes;
+	const char *const *keys;
+	size_t n;
+	store_reseal_fn fn;
+	void *ctx;
+};
+
+static int
+pg_reseal_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
+{
+	struct pg_reseal_job *a = arg;
+	struct rec cur;
+	size_t i;
+	int rc = IDEM_OK, changed;
+
+	(void)s;
+	(void)commit;
+	for (i = 0; i < a->n && rc == IDEM_OK; i++) {
+		if ((rc = pg_names_check(a->scopes[i], a->keys[i])) != IDEM_OK)
+			break;
+		rc = pg_rec_get(pc, a->scopes[i], a->keys[i], 1, &cur);
+		if (rc == IDEM_ENOTFOUND) {
+			rc = IDEM_OK;
+			continue;
+		}
+		if (rc != IDEM_OK)
+			break;
+		changed = 0;
+		if ((rc = a->fn(a->ctx, a->scopes[i], a->keys[i], &cur,
+		    &changed)) == IDEM_OK && changed)
+			rc = pg_rec_put(pc, a->scopes[i], a->keys[i], &cur, 0);
+		rec_free(&cur);
+	}
+	return rc;
+}
+
+int
+pg_reseal(struct store *base, const char *const *scopes,
+    const char *const *keys, size_t n, store_reseal_fn fn, void *ctx)
+{
+	struct pg_reseal_job a = { scopes, keys, n, fn, ctx };
+
+	if (fn == NULL || (n > 0 && (scopes == NULL || keys == NULL)))
+		return IDEM_EINVAL;
+	return pg_write(pgstore_of(base), pg_reseal_run, &a);
+}
+
 struct pg_purge_job {
 	uint64_t now_ms;
 	size_t max;

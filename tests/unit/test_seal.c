@@ -555,10 +555,55 @@ test_rekey_in_batches(void)
 	idem_close(only);
 }
 
+static int
+count_each(void *ctx, const char *scope, const char *key, const struct rec *r)
+{
+	(void)scope;
+	(void)key;
+	(void)r;
+	(*(size_t *)ctx)++;
+	return 0;
+}
+
+/* The records in the raw store's pending index (claims with a stage). */
+static size_t
+raw_pending(void)
+{
+	struct store_config sc;
+	struct store *st;
+	size_t n = 0;
+
+	memset(&sc, 0, sizeof(sc));
+	sc.dir = harness_store(dir, 0);
+	sc.tables = tables;
+	CU_ASSERT_EQUAL_FATAL(store_open(&sc, &st), IDEM_OK);
+	CU_ASSERT_EQUAL(store_each_pending(st, count_each, &n), IDEM_OK);
+	store_close(st);
+	return n;
+}
+
+/* The record (s, key) has the state and times it had in *was (freed). */
+static void
+same_times(struct rec *was, const char *key)
+{
+	struct rec now;
+
+	CU_ASSERT_EQUAL_FATAL(raw_lookup("s", key, &now), IDEM_OK);
+	HARNESS_EQ(now.state, was->state);
+	HARNESS_EQ(now.stage, was->stage);
+	HARNESS_EQ(now.created_ms, was->created_ms);
+	HARNESS_EQ(now.expires_ms, was->expires_ms);
+	HARNESS_EQ(now.lease_ms, was->lease_ms);
+	HARNESS_EQ(now.attempts, was->attempts);
+	CU_ASSERT(memcmp(now.token, was->token, REC_TOKEN_SIZE) == 0);
+	rec_free(&now);
+	rec_free(was);
+}
+
 /*
  * Records: under key2 then key1, the records sealed under key1 (five
  * completed, one claim with a recovery point) are rewritten in batches
- * of 4 where the store can (LMDB; PostgreSQL says IDEM_EINVAL), and then
+ * of 4 on every backend, with no time, state or index changed, and then
  * replay, and the claim's point opens, under key2 alone.
  */
 static void
@@ -570,10 +615,9 @@ test_rekey_records(void)
 	struct buf list = BUF_INIT;
 	struct idem_call *c = NULL;
 	struct sealer *s2;
-	struct rec rec;
+	struct rec rec, before[2];
 	size_t n, off = 0, stale, i;
 	char k[8];
-	int rc;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(old);
 	for (i = 0; i < 5; i++) {
@@ -590,14 +634,10 @@ test_rekey_records(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
 	CU_ASSERT_EQUAL_FATAL(store_reseal_record_scan(h, &list, &n), IDEM_OK);
 	HARNESS_EQ(n, 6);
-	rc = store_reseal_record_batch(h, &list, &off, 4);
-	if (harness_pg()) {
-		HARNESS_EQ(rc, IDEM_EINVAL);
-		buf_free(&list);
-		idem_close(h);
-		return;
-	}
-	HARNESS_EQ(rc, IDEM_OK);
+	CU_ASSERT_EQUAL_FATAL(raw_lookup("s", "claim", &before[0]), IDEM_OK);
+	CU_ASSERT_EQUAL_FATAL(raw_lookup("s", "c0", &before[1]), IDEM_OK);
+	HARNESS_EQ(raw_pending(), 1);
+	HARNESS_EQ(store_reseal_record_batch(h, &list, &off, 4), IDEM_OK);
 	CU_ASSERT_EQUAL(store_reseal_records(h, &stale), IDEM_OK);
 	HARNESS_EQ(stale, 2);
 	HARNESS_EQ(store_reseal_record_batch(h, &list, &off, 4), IDEM_OK);
@@ -606,6 +646,9 @@ test_rekey_records(void)
 	HARNESS_EQ(stale, 0);
 	buf_free(&list);
 	idem_close(h);
+	same_times(&before[0], "claim");
+	same_times(&before[1], "c0");
+	HARNESS_EQ(raw_pending(), 1);
 	only = open_idem(key2);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(only);
 	for (i = 0; i < 5; i++) {
@@ -620,6 +663,85 @@ test_rekey_records(void)
 	CU_ASSERT(rec.cp != NULL && memcmp(rec.cp, "pay_point", 9) == 0);
 	rec_free(&rec);
 	seal_free(s2);
+}
+
+/* What a store_reseal callback saw; it fails at the record named fail. */
+struct reseal_seen {
+	size_t calls;
+	char keys[4][8];
+	const char *fail;
+};
+
+static int
+reseal_change(void *ctx, const char *scope, const char *key, struct rec *r,
+    int *changed)
+{
+	struct reseal_seen *x = ctx;
+
+	(void)scope;
+	if (x->calls < 4)
+		snprintf(x->keys[x->calls], sizeof(x->keys[0]), "%s", key);
+	x->calls++;
+	if (x->fail != NULL && strcmp(key, x->fail) == 0)
+		return IDEM_ECORRUPT;
+	if (r->state != REC_IN_PROGRESS)
+		return IDEM_OK;
+	r->cp = (uint8_t *)"changed";
+	r->cplen = 7;
+	*changed = 1;
+	return IDEM_OK;
+}
+
+/*
+ * The backend's store_reseal: a listed record that is gone is skipped,
+ * the others are read in list order and a changed one is written back;
+ * a callback's error undoes the whole batch (one transaction).
+ */
+static void
+test_reseal_contract(void)
+{
+	struct idem_response r = { 200, NULL, 0, "{}", 2 };
+	const char *scopes[] = { "s", "s", "s" };
+	const char *keys[] = { "claim", "gone", "done" };
+	struct idem *h = open_idem(NULL);
+	struct reseal_seen x;
+	struct idem_call *c = NULL;
+	struct store_config sc;
+	struct store *st;
+	struct rec rec;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	complete(h, "s", "done", &r);
+	CU_ASSERT_EQUAL_FATAL(idem_begin(h, "s", "claim", fp, NULL, NULL,
+	    &c), IDEM_OK);
+	CU_ASSERT_EQUAL(idem_checkpoint(c, 2, "point", 5), IDEM_OK);
+	idem_call_free(c);
+	idem_close(h);
+	memset(&sc, 0, sizeof(sc));
+	sc.dir = harness_store(dir, 0);
+	sc.tables = tables;
+	CU_ASSERT_EQUAL_FATAL(store_open(&sc, &st), IDEM_OK);
+
+	memset(&x, 0, sizeof(x));
+	x.fail = "done";
+	HARNESS_EQ(store_reseal(st, scopes, keys, 3, reseal_change, &x),
+	    IDEM_ECORRUPT);
+	CU_ASSERT_EQUAL(store_lookup(st, "s", "claim", &rec), IDEM_OK);
+	CU_ASSERT(rec.cplen == 5 && memcmp(rec.cp, "point", 5) == 0);
+	rec_free(&rec);
+
+	memset(&x, 0, sizeof(x));
+	HARNESS_EQ(store_reseal(st, scopes, keys, 3, reseal_change, &x),
+	    IDEM_OK);
+	HARNESS_EQ(x.calls, 2);
+	CU_ASSERT_STRING_EQUAL(x.keys[0], "claim");
+	CU_ASSERT_STRING_EQUAL(x.keys[1], "done");
+	CU_ASSERT_EQUAL(store_lookup(st, "s", "claim", &rec), IDEM_OK);
+	CU_ASSERT(rec.cplen == 7 && memcmp(rec.cp, "changed", 7) == 0);
+	HARNESS_EQ(rec.stage, 2);
+	rec_free(&rec);
+	CU_ASSERT_EQUAL(store_lookup(st, "s", "gone", &rec), IDEM_ENOTFOUND);
+	store_close(st);
 }
 
 int
@@ -643,7 +765,9 @@ harness_suites(void)
 	    CU_add_test(s, "rows bound to their place",
 	    test_rows_bound_to_place) == NULL ||
 	    CU_add_test(s, "rekey in batches", test_rekey_in_batches) == NULL ||
-	    CU_add_test(s, "rekey records", test_rekey_records) == NULL)
+	    CU_add_test(s, "rekey records", test_rekey_records) == NULL ||
+	    CU_add_test(s, "reseal in one transaction",
+	    test_reseal_contract) == NULL)
 		return -1;
 	return 0;
 }

@@ -2,8 +2,9 @@
 # one after it seals new values under the new key and still opens the
 # old ones; idemctl rekey rewrites every row and record sealed under the
 # old key, in batches, with a progress count, and a second run finds
-# nothing; then everything opens under the new key alone.
-# store: LMDB only (sealed-key-roll-pg.t: PostgreSQL rewrites rows only)
+# nothing; then, with the old key gone from the file, every replay and
+# every GET answers as before.  The same on PostgreSQL (its records are
+# rewritten in place too).
 
 request p1: POST /payments
   as alice
@@ -19,6 +20,7 @@ request r1: POST /payments/{id}/refunds
   Content-Type: application/json
   body: {"amount": 1.00}
 expect: 201
+  Location: /payments/{id}/refunds/{rid}
 
 request pa: like p1
   Idempotency-Key: "roll-a"
@@ -76,6 +78,31 @@ expect: 201
 request p1-rekeyed: like p1
 expect: 201
   replay-of: p1
+
+request r1-rekeyed: like r1
+expect: 201
+  replay-of: r1
+
+request pa-rekeyed: like pa
+expect: 201
+  replay-of: pa
+
+request pb-rekeyed: like pb
+expect: 201
+  replay-of: pb
+
+request refund: GET /payments/{id}/refunds/{rid}
+  as alice
+expect: 200
+  json: {"id":"{rid}","payment":"{id}","amount":1.00,"currency":"BRL","status":"succeeded","created_at":"{any}"}
+
+request refunds: GET /payments/{id}/refunds
+  as alice
+expect: 200
+
+request get2: GET /payments/{id2}
+  as alice
+expect: 200
 
 # And nothing opens under the old key alone any more.
 env IDEM_SECRET_FILE={tmp}/secret
