@@ -1226,6 +1226,8 @@ def cluster_servers(idem):
     out = {"lmdb-svc": Server("lmdb-svc", idem, env)}
     for n in CLUSTER_HOSTS:
         out[n] = Server(n, idem, dict(env, IDEM_STORE=c.uri))
+        # Hosts of one store seal with one key file: the first host's.
+        env.setdefault("IDEM_SECRET_FILE", os.path.join(out[n].state, "secret"))
     for srv in out.values():
         srv.start()
         first_payment(srv)
