@@ -1047,7 +1047,8 @@ def write_report(path, ctx):
     w("")
     w(f"Each store filled with `store_bench fill` (completed records holding a copy "
       f"of a real 201 answer; {ctx['fill_small']}; {ctx['fill_big']}), "
-      f"{S.connections} connections.")
+      f"{S.connections} connections. The fills are written in the clear, so these "
+      f"instances run without a key file (`IDEM_SECRET_FILE=`).")
     w("")
     w(f"| replay of | store | req/s median (min–max) | p50 ms | p99 ms | max ms | vs bare | non-2xx |")
     w("|---|---|---|---:|---:|---:|---:|---:|")
@@ -1186,7 +1187,7 @@ def purge_lines(res, fill_info):
         return [f"Failed: {res['failed']}"]
     b, d = res["baseline"], res["during"]
     lines = [f"{S.purge_keys:,} keys written already expired by `store_bench fill -x` "
-             f"({fill_info}) into a fresh instance; fresh payments "
+             f"({fill_info}) into a fresh instance without a key file; fresh payments "
              f"({S.connections} connections, latency 0) for {S.seconds} s, then again "
              f"while `{res['command']}` ran (started 2 s into the load, which stopped 2 s "
              "after it ended).", ""]
@@ -1504,11 +1505,14 @@ def main():
         s.start()
     loc, answer = first_payment(servers["idem"])
     small, ssize, stime = fill(S.small_keys, "fill-", answer=answer, location=loc)
-    servers["idem-10k"] = Server("idem-10k", idem, lat0,
+    # store_bench fill writes its records in the clear, so the instances
+    # serving a fill run without a key file (a sealed worker refuses them).
+    clear = dict(lat0, IDEM_SECRET_FILE="")
+    servers["idem-10k"] = Server("idem-10k", idem, clear,
                                  {os.path.join(small, "data.mdb"): "data.mdb"})
     shutil.rmtree(small, ignore_errors=True)
     big, bsize, btime = fill(S.big_keys, "fill-", answer=answer, location=loc)
-    servers["idem-1m"] = Server("idem-1m", idem, lat0,
+    servers["idem-1m"] = Server("idem-1m", idem, clear,
                                 {os.path.join(big, "data.mdb"): "data.mdb"})
     shutil.rmtree(big, ignore_errors=True)
     ctx["fill_argv"] = S.fill_argv
@@ -1543,7 +1547,7 @@ def main():
         d, psize, ptime = fill(S.purge_keys, "old-", expired=True,
                                answer=answer, location=loc)
         finfo = f"{psize / 1e6:,.0f} MB in {ptime:.1f} s"
-        servers["idem-purge"] = Server("idem-purge", idem, lat0,
+        servers["idem-purge"] = Server("idem-purge", idem, clear,
                                        {os.path.join(d, "data.mdb"): "data.mdb"})
         shutil.rmtree(d, ignore_errors=True)
         servers["idem-purge"].start()
