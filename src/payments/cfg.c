@@ -141,7 +141,7 @@ int
 config_load(struct config *cfg, char *err, size_t errlen)
 {
 	uint64_t ttl = 86400, lease = 30, limit = 65536, map = 32ULL << 30;
-	uint64_t latency = 0, per_account = UINT64_MAX, threads = 64;
+	uint64_t latency = 0, per_account = UINT64_MAX, threads = 256;
 	uint64_t delay = 1000, ptimeout = 10000;
 	enum fp_mode mode = FP_CANONICAL;
 	const char *s;

@@ -230,7 +230,7 @@ def main():
     ap.add_argument("--case", action="append", choices=sorted(CASES))
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--conns", type=int, default=32)
-    ap.add_argument("--threads", default="128", help="IDEM_THREADS")
+    ap.add_argument("--threads", default="256", help="IDEM_THREADS")
     ap.add_argument("--out-dir", default="/tmp")
     ap.add_argument("--env", action="append", default=[],
                     metavar="IDEM_NAME=VALUE",

@@ -69,7 +69,7 @@ class Settings:
     def __init__(self):
         self.rounds = env_int("BENCH_ROUNDS", 3, 1)
         self.seconds = env_int("BENCH_SECONDS", 8, 1)
-        self.workers = env_int("BENCH_WORKERS", 2, 1)
+        self.workers = env_int("BENCH_WORKERS", 1, 1)
         self.wrk_threads = env_int("BENCH_WRK_THREADS", 2, 1)
         self.connections = env_int("BENCH_CONNECTIONS", 32, 1)
         self.latency_ms = env_int("BENCH_LATENCY_MS", 100, 0)
@@ -1479,7 +1479,7 @@ def main():
     S.secrets = {ACCOUNT: "sk_bench_" + secrets.token_hex(16),
                  METRICS_ACCOUNT: "sk_metrics_" + secrets.token_hex(16)}
     S.bench_env = {"IDEM_MAP_SIZE": "4G", "IDEM_KEYS_PER_ACCOUNT": "0",
-                   "IDEM_THREADS": "128"}
+                   "IDEM_THREADS": "256"}
     S.user_env = {k: v for k, v in os.environ.items()
                   if k.startswith("IDEM_") and k not in OWN_ENV}
     S.fp_mode = S.user_env.get("IDEM_FINGERPRINT", "canonical")
