@@ -219,7 +219,6 @@ refund_list(const struct pay_env *env, const struct request *req,
     const char *payment, const char *scope, struct response *resp)
 {
 	struct refund_ids *ids = NULL;
-	uint8_t name[ROWKEY_LEN];
 	struct json_writer w;
 	long limit;
 	int rc;
@@ -237,17 +236,9 @@ refund_list(const struct pay_env *env, const struct request *req,
 		problem_build(resp, PROBLEM_INTERNAL, "Out of memory.");
 		return;
 	}
-	/*
-	 * Newest first: the entries under the payment's row name, then any
-	 * written when the id itself named it, all older than those.
-	 */
-	rowkey(payment, PAY_ID_LEN, name);
-	rc = idem_row_scan(env->idem, REFUND_TABLE_BY_PAYMENT, name,
-	    sizeof(name), 1, (size_t)limit + 1, refund_collect, ids);
-	if (rc == IDEM_OK && ids->n < (size_t)limit + 1)
-		rc = idem_row_scan(env->idem, REFUND_TABLE_BY_PAYMENT,
-		    payment, PAY_ID_LEN, 1, (size_t)limit + 1 - ids->n,
-		    refund_collect, ids);
+	/* Newest first, under either of the payment's row names. */
+	rc = rowkey_scan(env->idem, REFUND_TABLE_BY_PAYMENT, payment,
+	    PAY_ID_LEN, 1, (size_t)limit + 1, refund_collect, ids);
 	if (rc != IDEM_OK) {
 		pay_store_error(resp, rc);
 		goto out;

@@ -69,3 +69,48 @@ rowkey_tx_del(struct idem_tx *tx, const char *table, const char *id,
 		rc = idem_tx_del(tx, table, id, len);
 	return rc;
 }
+
+/* Counts the rows rowkey_scan passes on, and whether fn stopped it. */
+struct rowkey_walk {
+	idem_row_fn fn;
+	void *ctx;
+	size_t n;
+	int stopped;
+};
+
+static int
+rowkey_walk_one(void *ctx, const void *key, size_t keylen, const void *val,
+    size_t vallen)
+{
+	struct rowkey_walk *w = ctx;
+
+	w->n++;
+	if (w->fn(w->ctx, key, keylen, val, vallen) != 0)
+		w->stopped = 1;
+	return w->stopped;
+}
+
+int
+rowkey_scan(struct idem *idem, const char *table, const char *id,
+    size_t len, int reverse, size_t limit, idem_row_fn fn, void *ctx)
+{
+	struct rowkey_walk w = { fn, ctx, 0, 0 };
+	uint8_t k[ROWKEY_LEN];
+	const void *name[2];
+	size_t namelen[2];
+	int i, rc = IDEM_OK;
+
+	rowkey(id, len, k);
+	/* Newest first, the digest's rows come first. */
+	name[!reverse] = k;
+	namelen[!reverse] = sizeof(k);
+	name[reverse] = id;
+	namelen[reverse] = len;
+	for (i = 0; i < 2 && rc == IDEM_OK && !w.stopped; i++) {
+		if (limit != 0 && w.n >= limit)
+			break;
+		rc = idem_row_scan(idem, table, name[i], namelen[i], reverse,
+		    limit == 0 ? 0 : limit - w.n, rowkey_walk_one, &w);
+	}
+	return rc;
+}

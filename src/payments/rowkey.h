@@ -38,4 +38,14 @@ int rowkey_tx_put(struct idem_tx *tx, const char *table, const char *id,
 int rowkey_tx_del(struct idem_tx *tx, const char *table, const char *id,
     size_t len);
 
+/*
+ * idem_row_scan over the rows whose keys begin with the name of the row
+ * that id names, under either name: newest first (reverse) those under
+ * the digest, then those written when the id itself named them, which
+ * are all older; oldest first, the other way round.  At most limit rows
+ * in all (0: no limit); fn returning non-zero stops both.
+ */
+int rowkey_scan(struct idem *idem, const char *table, const char *id,
+    size_t len, int reverse, size_t limit, idem_row_fn fn, void *ctx);
+
 #endif

@@ -1,6 +1,7 @@
 /*
  * test_rowkey.c: rows named by an id live under its digest, and rows
- * written when the id itself named them are still found and deleted.
+ * written when the id itself named them are still found, listed and
+ * deleted.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -152,6 +153,85 @@ test_tx(void)
 	    IDEM_ENOTFOUND);
 }
 
+/* Collects the first byte of each value rowkey_scan passes on. */
+struct got {
+	char v[16];
+	size_t n;
+	size_t stop_at;         /* returns non-zero on this row (1-based) */
+};
+
+static int
+collect(void *ctx, const void *key, size_t keylen, const void *val,
+    size_t vallen)
+{
+	struct got *g = ctx;
+
+	(void)key;
+	(void)keylen;
+	CU_ASSERT_FATAL(vallen == 1 && g->n < sizeof(g->v) - 1);
+	g->v[g->n++] = *(const char *)val;
+	return g->n == g->stop_at;
+}
+
+/* Puts the row prefix || suffix -> val. */
+static void
+put(const void *prefix, size_t prefixlen, char suffix, char val)
+{
+	uint8_t key[64];
+
+	memcpy(key, prefix, prefixlen);
+	key[prefixlen] = (uint8_t)suffix;
+	HARNESS_EQ(idem_row_insert_once(idem, "t", key, prefixlen + 1, &val, 1,
+	    NULL, NULL), IDEM_OK);
+}
+
+/* Scans id's rows with limit and reverse, from stop_at; the values seen. */
+static const char *
+scan(int reverse, size_t limit, size_t stop_at, struct got *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->stop_at = stop_at;
+	HARNESS_EQ(rowkey_scan(idem, "t", id, strlen(id), reverse, limit,
+	    collect, g), IDEM_OK);
+	return g->v;
+}
+
+/*
+ * A scan under an id sees its rows under both names: newest first, the
+ * digest's (written later) before the id's own, and the limit and an
+ * early stop count across both.  Rows of another id are never seen.
+ */
+static void
+test_scan(void)
+{
+	static const char other[] = "pay_0123456789abcdef01234568";
+	uint8_t k[ROWKEY_LEN], k2[ROWKEY_LEN];
+	struct got g;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(idem);
+	CU_ASSERT_STRING_EQUAL(scan(1, 0, 0, &g), "");
+	rowkey(id, strlen(id), k);
+	rowkey(other, strlen(other), k2);
+	/* Oldest a, b under the id; then c, d, e under the digest. */
+	put(id, strlen(id), '1', 'a');
+	put(id, strlen(id), '2', 'b');
+	put(k, sizeof(k), '3', 'c');
+	put(k, sizeof(k), '4', 'd');
+	put(k, sizeof(k), '5', 'e');
+	put(other, strlen(other), '6', 'x');
+	put(k2, sizeof(k2), '7', 'y');
+	CU_ASSERT_STRING_EQUAL(scan(1, 0, 0, &g), "edcba");
+	CU_ASSERT_STRING_EQUAL(scan(0, 0, 0, &g), "abcde");
+	CU_ASSERT_STRING_EQUAL(scan(1, 2, 0, &g), "ed");
+	CU_ASSERT_STRING_EQUAL(scan(1, 3, 0, &g), "edc");
+	CU_ASSERT_STRING_EQUAL(scan(1, 4, 0, &g), "edcb");
+	CU_ASSERT_STRING_EQUAL(scan(0, 3, 0, &g), "abc");
+	CU_ASSERT_STRING_EQUAL(scan(1, 9, 0, &g), "edcba");
+	CU_ASSERT_STRING_EQUAL(scan(1, 0, 2, &g), "ed");
+	CU_ASSERT_STRING_EQUAL(scan(1, 0, 3, &g), "edc");
+	CU_ASSERT_STRING_EQUAL(scan(0, 0, 1, &g), "a");
+}
+
 int
 harness_suites(void)
 {
@@ -162,7 +242,8 @@ harness_suites(void)
 	    (s = CU_add_suite_with_setup_and_teardown("rowkey store", NULL,
 	    NULL, up, down)) == NULL ||
 	    CU_add_test(s, "get falls back", test_get) == NULL ||
-	    CU_add_test(s, "in a transaction", test_tx) == NULL)
+	    CU_add_test(s, "in a transaction", test_tx) == NULL ||
+	    CU_add_test(s, "scan under both names", test_scan) == NULL)
 		return -1;
 	return 0;
 }
