@@ -50,23 +50,45 @@ sha256_be32(const uint8_t *p)
 	    (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
 
+/*
+ * Ch and Maj of FIPS 180-4 4.1.2, in fewer operations: Ch picks y's bit
+ * where x has a 1 and z's elsewhere; Maj is the bit most of x, y, z have.
+ */
+#define SHA256_CH(x, y, z) ((z) ^ ((x) & ((y) ^ (z))))
+#define SHA256_MAJ(x, y, z) (((x) & (y)) | ((z) & ((x) | (y))))
+#define SHA256_S0(x) (sha256_rotr(x, 2) ^ sha256_rotr(x, 13) ^ \
+	sha256_rotr(x, 22))
+#define SHA256_S1(x) (sha256_rotr(x, 6) ^ sha256_rotr(x, 11) ^ \
+	sha256_rotr(x, 25))
+#define SHA256_s0(x) (sha256_rotr(x, 7) ^ sha256_rotr(x, 18) ^ ((x) >> 3))
+#define SHA256_s1(x) (sha256_rotr(x, 17) ^ sha256_rotr(x, 19) ^ ((x) >> 10))
+
+/*
+ * Round t on working variables named a to h in this round's roles: the
+ * new e is d + T1 and the new a is T1 + T2, and instead of every
+ * variable moving down one, the next round names them one role further
+ * on, so eight rounds bring the names back where they were.
+ */
+#define SHA256_ROUND(a, b, c, d, e, f, g, h, t) do {			\
+	uint32_t t1_ = (h) + SHA256_S1(e) + SHA256_CH(e, f, g) +	\
+	    sha256_k[t] + w[t];						\
+	(d) += t1_;							\
+	(h) = t1_ + SHA256_S0(a) + SHA256_MAJ(a, b, c);			\
+} while (0)
+
 /* FIPS 180-4, 6.2.2, one block at a time. */
 void
 sha256_blocks_portable(uint32_t state[8], const uint8_t *p, size_t n)
 {
-	uint32_t w[64], a, b, c, d, e, f, g, h, t1, t2, s0, s1;
+	uint32_t w[64], a, b, c, d, e, f, g, h;
 	size_t t;
 
 	for (; n > 0; n--, p += SHA256_BLOCK) {
 		for (t = 0; t < 16; t++)
 			w[t] = sha256_be32(p + 4 * t);
-		for (t = 16; t < 64; t++) {
-			s0 = sha256_rotr(w[t - 15], 7) ^
-			    sha256_rotr(w[t - 15], 18) ^ (w[t - 15] >> 3);
-			s1 = sha256_rotr(w[t - 2], 17) ^
-			    sha256_rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
-			w[t] = s1 + w[t - 7] + s0 + w[t - 16];
-		}
+		for (t = 16; t < 64; t++)
+			w[t] = SHA256_s1(w[t - 2]) + w[t - 7] +
+			    SHA256_s0(w[t - 15]) + w[t - 16];
 		a = state[0];
 		b = state[1];
 		c = state[2];
@@ -75,20 +97,15 @@ sha256_blocks_portable(uint32_t state[8], const uint8_t *p, size_t n)
 		f = state[5];
 		g = state[6];
 		h = state[7];
-		for (t = 0; t < 64; t++) {
-			t1 = h + (sha256_rotr(e, 6) ^ sha256_rotr(e, 11) ^
-			    sha256_rotr(e, 25)) + ((e & f) ^ (~e & g)) +
-			    sha256_k[t] + w[t];
-			t2 = (sha256_rotr(a, 2) ^ sha256_rotr(a, 13) ^
-			    sha256_rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-			h = g;
-			g = f;
-			f = e;
-			e = d + t1;
-			d = c;
-			c = b;
-			b = a;
-			a = t1 + t2;
+		for (t = 0; t < 64; t += 8) {
+			SHA256_ROUND(a, b, c, d, e, f, g, h, t);
+			SHA256_ROUND(h, a, b, c, d, e, f, g, t + 1);
+			SHA256_ROUND(g, h, a, b, c, d, e, f, t + 2);
+			SHA256_ROUND(f, g, h, a, b, c, d, e, t + 3);
+			SHA256_ROUND(e, f, g, h, a, b, c, d, t + 4);
+			SHA256_ROUND(d, e, f, g, h, a, b, c, t + 5);
+			SHA256_ROUND(c, d, e, f, g, h, a, b, t + 6);
+			SHA256_ROUND(b, c, d, e, f, g, h, a, t + 7);
 		}
 		state[0] += a;
 		state[1] += b;
@@ -127,16 +144,35 @@ sha256_shani_available(void)
  * gives W[t-16] + s0(W[t-15]), the W[t-7] are added, and msg2 adds
  * s1(W[t-2]), whose last two are the first two it makes.
  */
+/* Four rounds, from W[t..t+3] in m and the constants from K[t]. */
+#define SHA256_QUAD(m, t) do {						\
+	wk = _mm_add_epi32(m, _mm_load_si128(				\
+	    (const __m128i *)(const void *)(sha256_k + (t))));		\
+	cdgh = _mm_sha256rnds2_epu32(cdgh, abef, wk);			\
+	wk = _mm_shuffle_epi32(wk, 0x0e);				\
+	abef = _mm_sha256rnds2_epu32(abef, cdgh, wk);			\
+} while (0)
+
+/* m0 (W[t-16..t-13]) becomes W[t..t+3]; m1 to m3 hold the twelve after. */
+#define SHA256_NEXT(m0, m1, m2, m3)					\
+	((m0) = _mm_sha256msg2_epu32(_mm_add_epi32(			\
+	    _mm_sha256msg1_epu32(m0, m1), _mm_alignr_epi8(m3, m2, 4)), m3))
+
+/* W[4i..4i+3] of the block at p; the words are big-endian. */
+#define SHA256_LOAD(i)							\
+	_mm_shuffle_epi8(_mm_loadu_si128(				\
+	    (const __m128i *)(const void *)(p + 16 * (i))), swap)
+
 __attribute__((target("sha,sse4.1,ssse3")))
 void
 sha256_blocks_shani(uint32_t state[8], const uint8_t *p, size_t n)
 {
-	/* Reverses the bytes of each 32-bit lane: the words are big-endian. */
+	/* Reverses the bytes of each 32-bit lane. */
 	const __m128i swap = _mm_set_epi8(12, 13, 14, 15, 8, 9, 10, 11,
 	    4, 5, 6, 7, 0, 1, 2, 3);
-	__m128i abef, cdgh, abef0, cdgh0, w[4], wk, next;
+	__m128i abef, cdgh, abef0, cdgh0, m0, m1, m2, m3, wk;
 	uint32_t lane[4];
-	int g;
+	int t;
 
 	abef = _mm_set_epi32((int)state[0], (int)state[1], (int)state[4],
 	    (int)state[5]);
@@ -145,25 +181,23 @@ sha256_blocks_shani(uint32_t state[8], const uint8_t *p, size_t n)
 	for (; n > 0; n--, p += SHA256_BLOCK) {
 		abef0 = abef;
 		cdgh0 = cdgh;
-		/* Sixteen groups of four rounds; w[g % 4] is W[4g..4g+3]. */
-		for (g = 0; g < 16; g++) {
-			if (g < 4)
-				w[g] = _mm_shuffle_epi8(_mm_loadu_si128(
-				    (const __m128i *)(const void *)
-				    (p + 16 * g)), swap);
-			else {
-				next = _mm_sha256msg1_epu32(w[g & 3],
-				    w[(g + 1) & 3]);
-				next = _mm_add_epi32(next, _mm_alignr_epi8(
-				    w[(g + 3) & 3], w[(g + 2) & 3], 4));
-				w[g & 3] = _mm_sha256msg2_epu32(next,
-				    w[(g + 3) & 3]);
-			}
-			wk = _mm_add_epi32(w[g & 3], _mm_load_si128(
-			    (const __m128i *)(const void *)(sha256_k + 4 * g)));
-			cdgh = _mm_sha256rnds2_epu32(cdgh, abef, wk);
-			wk = _mm_shuffle_epi32(wk, 0x0e);
-			abef = _mm_sha256rnds2_epu32(abef, cdgh, wk);
+		m0 = SHA256_LOAD(0);
+		SHA256_QUAD(m0, 0);
+		m1 = SHA256_LOAD(1);
+		SHA256_QUAD(m1, 4);
+		m2 = SHA256_LOAD(2);
+		SHA256_QUAD(m2, 8);
+		m3 = SHA256_LOAD(3);
+		SHA256_QUAD(m3, 12);
+		for (t = 16; t < 64; t += 16) {
+			SHA256_NEXT(m0, m1, m2, m3);
+			SHA256_QUAD(m0, t);
+			SHA256_NEXT(m1, m2, m3, m0);
+			SHA256_QUAD(m1, t + 4);
+			SHA256_NEXT(m2, m3, m0, m1);
+			SHA256_QUAD(m2, t + 8);
+			SHA256_NEXT(m3, m0, m1, m2);
+			SHA256_QUAD(m3, t + 12);
 		}
 		abef = _mm_add_epi32(abef, abef0);
 		cdgh = _mm_add_epi32(cdgh, cdgh0);
