@@ -144,7 +144,13 @@ sha256_shani_available(void)
  * gives W[t-16] + s0(W[t-15]), the W[t-7] are added, and msg2 adds
  * s1(W[t-2]), whose last two are the first two it makes.
  */
-/* Four rounds, from W[t..t+3] in m and the constants from K[t]. */
+
+/*
+ * Four rounds, from W[t..t+3] in m and the constants from K[t].  The
+ * first two leave the new ABEF in cdgh, and abef, the old ABEF, is then
+ * the CDGH the next two start from: they leave ABEF and CDGH where they
+ * were.
+ */
 #define SHA256_QUAD(m, t) do {						\
 	wk = _mm_add_epi32(m, _mm_load_si128(				\
 	    (const __m128i *)(const void *)(sha256_k + (t))));		\
