@@ -147,7 +147,8 @@ crypto_wipe_at_exit(void *p, size_t len)
 static sha256_blocks_fn *_Atomic crypto_sha256_blocks =
     sha256_blocks_portable;
 
-static void
+/* Returns 1 when the choice is SHA-NI. */
+static int
 crypto_sha256_choose(int portable)
 {
 	sha256_blocks_fn *fn = sha256_blocks_portable;
@@ -159,14 +160,13 @@ crypto_sha256_choose(int portable)
 	(void)portable;
 #endif
 	atomic_store_explicit(&crypto_sha256_blocks, fn, memory_order_relaxed);
+	return fn != sha256_blocks_portable;
 }
 
 int
 crypto_sha256_use_portable(int portable)
 {
-	crypto_sha256_choose(portable);
-	return atomic_load_explicit(&crypto_sha256_blocks,
-	    memory_order_relaxed) != sha256_blocks_portable;
+	return crypto_sha256_choose(portable);
 }
 
 int
@@ -178,7 +178,7 @@ crypto_init(void)
 	 */
 	if (sodium_init() < 0)
 		return IDEM_EINVAL;
-	crypto_sha256_choose(0);
+	(void)crypto_sha256_choose(0);
 	return IDEM_OK;
 }
 
