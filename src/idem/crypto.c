@@ -147,9 +147,8 @@ crypto_wipe_at_exit(void *p, size_t len)
 static sha256_blocks_fn *_Atomic crypto_sha256_blocks =
     sha256_blocks_portable;
 
-/* Returns 1 when the choice is SHA-NI. */
-static int
-crypto_sha256_choose(int portable)
+int
+crypto_sha256_use_portable(int portable)
 {
 	sha256_blocks_fn *fn = sha256_blocks_portable;
 
@@ -164,12 +163,6 @@ crypto_sha256_choose(int portable)
 }
 
 int
-crypto_sha256_use_portable(int portable)
-{
-	return crypto_sha256_choose(portable);
-}
-
-int
 crypto_init(void)
 {
 	/*
@@ -178,7 +171,7 @@ crypto_init(void)
 	 */
 	if (sodium_init() < 0)
 		return IDEM_EINVAL;
-	(void)crypto_sha256_choose(0);
+	(void)crypto_sha256_use_portable(0);
 	return IDEM_OK;
 }
 
