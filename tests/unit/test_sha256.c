@@ -70,14 +70,22 @@ check_hex(const uint8_t d[CRYPTO_SHA256_SIZE], const char *want, int path)
 
 /*
  * The processor's flags in /proc/cpuinfo agree with the choice
- * crypto_init made, so that a machine with SHA-NI does use it.
+ * crypto_init made, so that a machine with SHA-NI does use it.  Valgrind
+ * (whose preload library is in LD_PRELOAD) hides the SHA extensions from
+ * cpuid, not from /proc/cpuinfo: there, the comparison is skipped.
  */
 static void
 test_detection(void)
 {
+	const char *preload = getenv("LD_PRELOAD");
 	char line[8192];
 	int flags = -1;
 	FILE *f;
+
+	if (preload != NULL && strstr(preload, "vgpreload") != NULL) {
+		fprintf(stderr, "  under valgrind: detection not compared\n");
+		return;
+	}
 
 #if defined(__x86_64__) || defined(__i386__)
 	f = fopen("/proc/cpuinfo", "r");
