@@ -3,6 +3,12 @@
  *
  * Only crypto.c includes sodium.h.  crypto_init must succeed once per
  * process before anything else here is called.
+ *
+ * SHA-256 and HMAC-SHA-256 are not libsodium's (whose 1.0.18 has only
+ * portable code) but the project's: one incremental hash, the buffering
+ * and padding in crypto.c, over one of two compression functions in
+ * sha256.c, SHA-NI on x86 processors that have the SHA extensions and
+ * portable C everywhere else, chosen once by crypto_init.
  */
 #ifndef IDEM_CRYPTO_H
 #define IDEM_CRYPTO_H
@@ -17,7 +23,7 @@ int crypto_init(void);
 
 /* Incremental SHA-256. */
 struct crypto_sha256 {
-	/* Large enough for crypto_hash_sha256_state, checked in crypto.c. */
+	/* Large enough for crypto.c's state, checked there. */
 	unsigned char opaque[128] __attribute__((aligned(16)));
 };
 
@@ -25,6 +31,14 @@ void crypto_sha256_init(struct crypto_sha256 *h);
 void crypto_sha256_update(struct crypto_sha256 *h, const void *data, size_t len);
 void crypto_sha256_final(struct crypto_sha256 *h, uint8_t out[CRYPTO_SHA256_SIZE]);
 void crypto_sha256(const void *data, size_t len, uint8_t out[CRYPTO_SHA256_SIZE]);
+
+/*
+ * For tests: with portable set, SHA-256 (and so HMAC) runs on the
+ * portable compression function; with it clear, on the one crypto_init
+ * chooses.  Returns 1 when SHA-NI is now in use, else 0.  Both compute
+ * the same function, so the switch may come at any time.
+ */
+int crypto_sha256_use_portable(int portable);
 
 /*
  * Fills buf with len bytes from the system's CSPRNG.  Small requests are
@@ -41,7 +55,7 @@ void crypto_random(void *buf, size_t len);
  * that state.  A prepared key is only read, so threads may share it.
  */
 struct crypto_hmac {
-	/* Large enough for crypto_auth_hmacsha256_state, checked in crypto.c. */
+	/* Large enough for crypto.c's two states, checked there. */
 	unsigned char opaque[256] __attribute__((aligned(16)));
 };
 
