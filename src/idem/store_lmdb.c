@@ -542,10 +542,16 @@ lstore_gather(struct store_env *e)
 }
 
 /*
- * One group commit, led by the calling thread, which holds e->mu on entry
- * and on return (it is let go while the batch runs).  Every job of the
- * batch is marked done and its thread woken; then the job now at the head
- * of the queue, if any, is woken to lead the next commit.
+ * One group commit, led by the calling thread, whose own job is queued.
+ * It begins the write transaction, which may wait for LMDB's write lock
+ * while another process commits, and only then takes every job queued so
+ * far (its own included), so that jobs that arrived during that wait
+ * ride along; it runs them and commits.  Then it hands the lead to the
+ * job now at the head of the queue, if any, so that the next commit
+ * starts at once, and wakes every job of its batch, its own too.
+ *
+ * A job's thread may return, and its job vanish, as soon as its wake is
+ * posted: the leader reads what it needs of a job before that.
  */
 static void
 lstore_lead(struct lstore *s)
@@ -555,8 +561,6 @@ lstore_lead(struct lstore *s)
 	MDB_txn *txn;
 	int rc;
 
-	e->leading = 1;
-	pthread_mutex_unlock(&e->mu);
 	rc = lstore_txn_begin(s, 1, &txn);
 	/* Here a leader may have waited long for LMDB's write lock. */
 	fault_point("store_wait");
@@ -574,43 +578,40 @@ lstore_lead(struct lstore *s)
 		for (j = batch; j != NULL; j = j->next)
 			j->rc = rc;
 	pthread_mutex_lock(&e->mu);
+	if ((next = e->queue) == NULL)
+		e->leading = 0;
+	pthread_mutex_unlock(&e->mu);
+	if (next != NULL) {
+		next->lead = 1;
+		sem_post(&next->wake);
+	}
 	for (j = batch; j != NULL; j = next) {
-		/*
-		 * j may be gone once its thread sees done, which it can only
-		 * after e->mu is let go: read next and signal before that.
-		 */
 		next = j->next;
 		j->done = 1;
-		pthread_cond_signal(&j->cv);
+		sem_post(&j->wake);
 	}
-	e->leading = 0;
-	if (e->queue != NULL)
-		pthread_cond_signal(&e->queue->cv);
 }
 
 /*
  * Runs fn(s, txn, arg) in the next group commit of s's environment and
- * returns its result once that commit is durable.  The first thread to
- * find no commit under way leads: it begins the write transaction, which
- * may wait for LMDB's write lock while another process commits, and only
- * then takes every job queued so far (its own included), so that jobs
- * that arrived during that wait ride along; it runs them, commits, and
- * wakes their threads.  Jobs queued meanwhile wait for the next leader,
- * who is one of them.  So a lone request commits at once, and concurrent
- * ones share one sync: group commit without a thread of its own, the
- * same in a single-threaded CGI process.  The write transaction stays on
- * the leader's thread from begin to commit, as LMDB requires.
+ * returns its result once that commit is durable.  A thread that finds
+ * no commit under way leads one (lstore_lead); the others wait on their
+ * job's semaphore until a leader has committed their job or handed them
+ * the lead.  So a lone request commits at once, and concurrent ones share
+ * one sync: group commit without a thread of its own, the same in a
+ * single-threaded CGI process.  The write transaction stays on the
+ * leader's thread from begin to commit, as LMDB requires.
  *
- * Each job waits on a condition of its own: a commit wakes the threads
- * whose jobs it carried and the one job at the head of the queue, which
- * leads next, rather than every waiting thread of the process.
+ * e->mu guards only the queue and who leads; a leader wakes each waiting
+ * thread with one post, and no woken thread waits for a lock the others
+ * hold.
  */
 int
 lstore_write(struct lstore *s, store_job_fn fn, void *arg)
 {
 	struct store_env *e = s->e;
 	struct store_job job;
-	int rc;
+	int lead;
 
 	if (s->read_only)
 		return IDEM_EROFS;
@@ -618,20 +619,26 @@ lstore_write(struct lstore *s, store_job_fn fn, void *arg)
 	job.s = s;
 	job.fn = fn;
 	job.arg = arg;
-	if ((rc = pthread_cond_init(&job.cv, NULL)) != 0)
+	if (sem_init(&job.wake, 0, 0) != 0)
 		return IDEM_ENOMEM;
 	pthread_mutex_lock(&e->mu);
 	*e->queue_tail = &job;
 	e->queue_tail = &job.next;
-	while (!job.done) {
-		if (e->leading) {
-			pthread_cond_wait(&job.cv, &e->mu);
-			continue;
-		}
-		lstore_lead(s);
-	}
+	if ((lead = !e->leading) != 0)
+		e->leading = 1;
 	pthread_mutex_unlock(&e->mu);
-	pthread_cond_destroy(&job.cv);
+	for (;;) {
+		/* Our job is queued, so a commit we lead carries it. */
+		if (lead)
+			lstore_lead(s);
+		/* done and lead are the poster's, read only after its post. */
+		while (sem_wait(&job.wake) != 0)
+			;       /* EINTR: a signal, not a post */
+		if (job.done)
+			break;
+		lead = job.lead;
+	}
+	sem_destroy(&job.wake);
 	return job.rc;
 }
 

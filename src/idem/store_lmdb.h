@@ -47,6 +47,7 @@
 #define IDEM_STORE_LMDB_H
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -101,8 +102,9 @@ struct store_job {
 	void *arg;
 	int rc;
 	int wrote;
-	int done;
-	pthread_cond_t cv;  /* signalled when done, or when it is to lead */
+	int done;           /* set by the leader before it posts wake */
+	int lead;           /* the job's thread leads the next commit */
+	sem_t wake;         /* posted once: done, or lead */
 };
 
 /* An application table of an environment. */
