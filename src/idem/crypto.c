@@ -109,6 +109,17 @@ crypto_exit_wipe(void *arg)
 	e->n = 0;
 }
 
+void
+crypto_random_forget(void)
+{
+	/* gen 0 means "never pool": keep it, whoever set it. */
+	uint64_t gen = atomic_load(&crypto_pool_gen);
+
+	while (gen != 0 && !atomic_compare_exchange_weak(&crypto_pool_gen,
+	    &gen, gen + 1))
+		;
+}
+
 static void
 crypto_on_fork_child(void)
 {

@@ -49,6 +49,13 @@ int crypto_sha256_use_portable(int portable);
 void crypto_random(void *buf, size_t len);
 
 /*
+ * Makes every thread's pool draw afresh before it hands out another byte,
+ * as a fork child does: for a program that has just replaced the source
+ * the pools were filled from (the simulator, at each schedule).
+ */
+void crypto_random_forget(void);
+
+/*
  * HMAC-SHA-256 (RFC 2104) under a key prepared once: crypto_hmac_init
  * hashes the key's inner and outer pads, which is most of the work of a
  * short message's HMAC, and each crypto_hmac_sha256 starts from a copy of
