@@ -6,6 +6,9 @@
 #include "buf.h"
 #include "err.h"
 
+/* The first block of a buffer, in bytes. */
+#define BUF_FIRST 256
+
 void
 buf_init(struct buf *b)
 {
@@ -29,6 +32,11 @@ buf_reset(struct buf *b)
 		b->data[0] = '\0';
 }
 
+/*
+ * Grows b to hold extra more bytes and the terminator.  The first block
+ * is big enough for most of what a request builds (a representation, a
+ * record, a key), so that a buffer is seldom moved more than once.
+ */
 int
 buf_reserve(struct buf *b, size_t extra)
 {
@@ -40,7 +48,7 @@ buf_reserve(struct buf *b, size_t extra)
 	need = b->len + extra + 1;
 	if (need <= b->cap)
 		return IDEM_OK;
-	cap = b->cap ? b->cap : 64;
+	cap = b->cap ? b->cap : BUF_FIRST;
 	while (cap < need)
 		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
 	if ((p = realloc(b->data, cap)) == NULL)
@@ -50,10 +58,15 @@ buf_reserve(struct buf *b, size_t extra)
 	return IDEM_OK;
 }
 
+/*
+ * A buffer with room has len < cap (the terminator takes one byte), so
+ * len bytes more fit exactly when len < cap - b->len; an empty buffer
+ * (cap 0) never passes and is grown.
+ */
 int
 buf_append(struct buf *b, const void *data, size_t len)
 {
-	if (buf_reserve(b, len) != IDEM_OK)
+	if (len >= b->cap - b->len && buf_reserve(b, len) != IDEM_OK)
 		return IDEM_ENOMEM;
 	if (len > 0)
 		memcpy(b->data + b->len, data, len);
@@ -71,7 +84,11 @@ buf_puts(struct buf *b, const char *s)
 int
 buf_putc(struct buf *b, char c)
 {
-	return buf_append(b, &c, 1);
+	if (1 >= b->cap - b->len && buf_reserve(b, 1) != IDEM_OK)
+		return IDEM_ENOMEM;
+	b->data[b->len++] = c;
+	b->data[b->len] = '\0';
+	return IDEM_OK;
 }
 
 int
@@ -92,6 +109,41 @@ buf_printf(struct buf *b, const char *fmt, ...)
 	va_end(ap);
 	b->len += (size_t)n;
 	return IDEM_OK;
+}
+
+size_t
+buf_fmt_uint(char *p, uint64_t v, unsigned width)
+{
+	char digits[BUF_DEC_MAX], *d = digits + sizeof(digits);
+	size_t n, pad = 0;
+
+	do
+		*--d = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	n = (size_t)(digits + sizeof(digits) - d);
+	while (pad + n < width)
+		p[pad++] = '0';
+	memcpy(p + pad, d, n);
+	return pad + n;
+}
+
+size_t
+buf_fmt_int(char *p, int64_t v)
+{
+	/* The magnitude of INT64_MIN is representable only unsigned. */
+	if (v < 0) {
+		*p = '-';
+		return 1 + buf_fmt_uint(p + 1, 0 - (uint64_t)v, 0);
+	}
+	return buf_fmt_uint(p, (uint64_t)v, 0);
+}
+
+int
+buf_put_int(struct buf *b, int64_t v)
+{
+	char text[BUF_DEC_MAX + 1];
+
+	return buf_append(b, text, buf_fmt_int(text, v));
 }
 
 int

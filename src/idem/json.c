@@ -45,7 +45,6 @@
  * numbers); within those limits the canonical form is exact.  The tree
  * keeps only a number's source text; json_canonical reads it again.
  */
-#include <inttypes.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -686,9 +685,11 @@ json_decimal_put(const struct json_decimal *d, struct buf *out)
 	if (d->end > a && (rc = buf_append(out, d->fp + (a - d->ni),
 	    d->end - a)) != IDEM_OK)
 		return rc;
-	if (d->exp != 0)
-		return buf_printf(out, "e%" PRId64, d->exp);
-	return IDEM_OK;
+	if (d->exp == 0)
+		return IDEM_OK;
+	if ((rc = buf_putc(out, 'e')) != IDEM_OK)
+		return rc;
+	return buf_put_int(out, d->exp);
 }
 
 int
@@ -1195,10 +1196,8 @@ json_write_raw(struct json_writer *w, const void *text, size_t len)
 void
 json_write_int(struct json_writer *w, long long v)
 {
-	char text[24];
-	int n = snprintf(text, sizeof(text), "%lld", v);
-
-	json_write_raw(w, text, (size_t)n);
+	if (json_write_sep(w) == 0)
+		w->rc = buf_put_int(w->out, v);
 }
 
 int

@@ -19,23 +19,41 @@ void
 pay_etag(const void *body, size_t len, char out[PAY_ETAG_SIZE])
 {
 	uint8_t d[CRYPTO_SHA256_SIZE];
-	char hex[2 * CRYPTO_SHA256_SIZE + 1];
 
+	/* The closing quote takes the place of crypto_hex's NUL. */
 	crypto_sha256(body, len, d);
-	crypto_hex(d, sizeof(d), hex);
-	snprintf(out, PAY_ETAG_SIZE, "\"%.16s\"", hex);
+	out[0] = '"';
+	crypto_hex(d, 8, out + 1);
+	out[17] = '"';
+	out[18] = '\0';
 }
 
+/* Writes v with at least width digits, then c; returns the end. */
+static char *
+pay_time_field(char *p, unsigned v, unsigned width, char c)
+{
+	p += buf_fmt_uint(p, v, width);
+	*p++ = c;
+	return p;
+}
+
+/* RFC 3339 in UTC with milliseconds: 2026-01-31T12:00:00.000Z. */
 void
 pay_time(uint64_t ms, char out[64])
 {
 	time_t t = (time_t)(ms / 1000);
 	struct tm tm;
+	char *p = out;
 
 	gmtime_r(&t, &tm);
-	snprintf(out, 64, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ",
-	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-	    tm.tm_min, tm.tm_sec, (unsigned)(ms % 1000));
+	p = pay_time_field(p, (unsigned)(tm.tm_year + 1900), 4, '-');
+	p = pay_time_field(p, (unsigned)(tm.tm_mon + 1), 2, '-');
+	p = pay_time_field(p, (unsigned)tm.tm_mday, 2, 'T');
+	p = pay_time_field(p, (unsigned)tm.tm_hour, 2, ':');
+	p = pay_time_field(p, (unsigned)tm.tm_min, 2, ':');
+	p = pay_time_field(p, (unsigned)tm.tm_sec, 2, '.');
+	p = pay_time_field(p, (unsigned)(ms % 1000), 3, 'Z');
+	*p = '\0';
 }
 
 /* 1 to 8 letters and digits: safe to quote back to the client. */
