@@ -8,7 +8,6 @@
  * what every keyed endpoint answers alike is in keyed.c.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
@@ -104,7 +103,8 @@ static int
 pay_created(const struct pay_cp *cp, const struct pay_order *o,
     const char *charge_id, struct response *resp)
 {
-	char etag[PAY_ETAG_SIZE];
+	static const char base[] = "/payments/";
+	char etag[PAY_ETAG_SIZE], location[sizeof(base) + PAY_ID_LEN];
 	int rc;
 
 	resp_reset(resp);
@@ -112,10 +112,11 @@ pay_created(const struct pay_cp *cp, const struct pay_order *o,
 	if ((rc = pay_render(cp, o, charge_id, &resp->body)) != IDEM_OK)
 		return rc;
 	pay_etag(resp->body.data, resp->body.len, etag);
+	memcpy(location, base, sizeof(base) - 1);
+	memcpy(location + sizeof(base) - 1, cp->id, PAY_ID_LEN + 1);
 	if ((rc = resp_header(resp, "Content-Type", "application/json")) !=
 	    IDEM_OK ||
-	    (rc = resp_header(resp, "Location", "/payments/%s", cp->id)) !=
-	    IDEM_OK)
+	    (rc = resp_header(resp, "Location", "%s", location)) != IDEM_OK)
 		return rc;
 	return resp_header(resp, "ETag", "%s", etag);
 }
@@ -289,8 +290,8 @@ pay_run(struct pay_run *r, const struct pay_order *o, const char *invalid,
     struct response *resp)
 {
 	struct provider_charge ch;
+	struct buf pkey = BUF_INIT;
 	struct pay_cp cp;
-	char *pkey = NULL;
 	int rc;
 
 	/* An invalid payment is a final answer: stored and replayed. */
@@ -312,29 +313,26 @@ pay_run(struct pay_run *r, const struct pay_order *o, const char *invalid,
 			return keyed_release(r->call, NULL, NULL);
 		return KEYED_KEPT;
 	}
-	/*
-	 * The provider deduplicates on a key derived from ours.  The claim's
-	 * creation time tells this lifetime of the key from a later one (after
-	 * it expired), and is kept across take-overs.
-	 */
+	/* The provider deduplicates on a key derived from ours. */
 #ifndef IDEM_PLANT_RANDOM_PROVIDER_KEY	/* for tests/sim, never defined */
-	if (asprintf(&pkey, "charge:%s:%s:%llu", r->scope, r->key,
-	    (unsigned long long)idem_call_created_ms(r->call)) < 0) {
+	if (keyed_provider_key("charge", r->call, r->scope, r->key, &pkey) !=
+	    IDEM_OK) {
 #else
 	uint64_t plant;
 
 	crypto_random(&plant, sizeof(plant));
-	if (asprintf(&pkey, "charge:%s:%016llx", r->scope,
-	    (unsigned long long)plant) < 0) {
+	if (buf_printf(&pkey, "charge:%s:%016llx", r->scope,
+	    (unsigned long long)plant) != IDEM_OK) {
 #endif
+		buf_free(&pkey);
 		idem_abandon(r->call);
 		problem_build(resp, PROBLEM_INTERNAL, "Out of memory; nothing "
 		    "was charged. Retry with the same Idempotency-Key.");
 		return KEYED_KEPT;
 	}
-	rc = provider_charge(r->env->provider, pkey, o->minor, o->cur->code,
-	    idem_now_ms(r->env->idem), &ch);
-	free(pkey);
+	rc = provider_charge(r->env->provider, pkey.data, o->minor,
+	    o->cur->code, idem_now_ms(r->env->idem), &ch);
+	buf_free(&pkey);
 	if (rc != IDEM_OK)
 		ch.outcome = PROVIDER_TIMEOUT;
 	return pay_charged(r, &cp, o, &ch, resp);
