@@ -59,14 +59,23 @@ buf_reserve(struct buf *b, size_t extra)
 }
 
 /*
+ * Makes room for extra more bytes, growing b only when they do not fit.
  * A buffer with room has len < cap (the terminator takes one byte), so
- * len bytes more fit exactly when len < cap - b->len; an empty buffer
+ * extra bytes more fit exactly when extra < cap - len; an empty buffer
  * (cap 0) never passes and is grown.
  */
+static int
+buf_room(struct buf *b, size_t extra)
+{
+	if (extra < b->cap - b->len)
+		return IDEM_OK;
+	return buf_reserve(b, extra);
+}
+
 int
 buf_append(struct buf *b, const void *data, size_t len)
 {
-	if (len >= b->cap - b->len && buf_reserve(b, len) != IDEM_OK)
+	if (buf_room(b, len) != IDEM_OK)
 		return IDEM_ENOMEM;
 	if (len > 0)
 		memcpy(b->data + b->len, data, len);
@@ -84,7 +93,7 @@ buf_puts(struct buf *b, const char *s)
 int
 buf_putc(struct buf *b, char c)
 {
-	if (1 >= b->cap - b->len && buf_reserve(b, 1) != IDEM_OK)
+	if (buf_room(b, 1) != IDEM_OK)
 		return IDEM_ENOMEM;
 	b->data[b->len++] = c;
 	b->data[b->len] = '\0';
@@ -146,10 +155,22 @@ buf_put_int(struct buf *b, int64_t v)
 	return buf_append(b, text, buf_fmt_int(text, v));
 }
 
+/* Appends the low n bytes of v, big-endian. */
+static int
+buf_put_be(struct buf *b, size_t n, uint64_t v)
+{
+	if (buf_room(b, n) != IDEM_OK)
+		return IDEM_ENOMEM;
+	be_put((uint8_t *)b->data + b->len, n, v);
+	b->len += n;
+	b->data[b->len] = '\0';
+	return IDEM_OK;
+}
+
 int
 buf_put_u8(struct buf *b, uint8_t v)
 {
-	return buf_append(b, &v, 1);
+	return buf_put_be(b, 1, v);
 }
 
 void
@@ -175,28 +196,19 @@ be_get(const uint8_t *p, size_t n)
 int
 buf_put_u16(struct buf *b, uint16_t v)
 {
-	uint8_t x[2];
-
-	be_put(x, sizeof(x), v);
-	return buf_append(b, x, sizeof(x));
+	return buf_put_be(b, 2, v);
 }
 
 int
 buf_put_u32(struct buf *b, uint32_t v)
 {
-	uint8_t x[4];
-
-	be_put(x, sizeof(x), v);
-	return buf_append(b, x, sizeof(x));
+	return buf_put_be(b, 4, v);
 }
 
 int
 buf_put_u64(struct buf *b, uint64_t v)
 {
-	uint8_t x[8];
-
-	be_put(x, sizeof(x), v);
-	return buf_append(b, x, sizeof(x));
+	return buf_put_be(b, 8, v);
 }
 
 void
