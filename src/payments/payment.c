@@ -255,16 +255,24 @@ pay_cp_decode(const void *point, size_t len, struct pay_cp *cp)
 }
 
 int
-pay_id_valid(const char *id)
+pay_id_shape(const char *id, const char *prefix, size_t len)
 {
-	size_t i;
+	size_t plen = strlen(prefix), i;
 
-	if (strlen(id) != PAY_ID_LEN || strncmp(id, "pay_", 4) != 0)
+	if (strlen(id) != len || strncmp(id, prefix, plen) != 0)
 		return 0;
-	for (i = 4; i < PAY_ID_LEN; i++)
-		if (strchr("0123456789abcdef", id[i]) == NULL || id[i] == '\0')
+	/* Lowercase hex, as crypto_hex writes it. */
+	for (i = plen; i < len; i++)
+		if (!((id[i] >= '0' && id[i] <= '9') ||
+		    (id[i] >= 'a' && id[i] <= 'f')))
 			return 0;
 	return 1;
+}
+
+int
+pay_id_valid(const char *id)
+{
+	return pay_id_shape(id, "pay_", PAY_ID_LEN);
 }
 
 /* A new payment's id and time, fixed before the provider is called. */

@@ -81,6 +81,24 @@ test_etag(void)
 	CU_ASSERT_STRING_EQUAL(got, "\"e3b0c44298fc1c14\"");
 }
 
+static void
+test_id_shape(void)
+{
+	CU_ASSERT(pay_id_valid("pay_0123456789abcdef01234567"));
+	CU_ASSERT(!pay_id_valid("pay_0123456789abcdef0123456"));
+	CU_ASSERT(!pay_id_valid("pay_0123456789abcdef012345678"));
+	CU_ASSERT(!pay_id_valid("pay_0123456789ABCDEF01234567"));
+	CU_ASSERT(!pay_id_valid("pay_0123456789abcdeg01234567"));
+	CU_ASSERT(!pay_id_valid("pay_0123456789abcde/01234567"));
+	CU_ASSERT(!pay_id_valid("pay_0123456789abcde:01234567"));
+	CU_ASSERT(!pay_id_valid("pax_0123456789abcdef01234567"));
+	CU_ASSERT(!pay_id_valid("re_0123456789abcdef012345678"));
+	CU_ASSERT(!pay_id_valid(""));
+	CU_ASSERT(pay_id_shape("re_00ff", "re_", 7));
+	CU_ASSERT(!pay_id_shape("re_00fF", "re_", 7));
+	CU_ASSERT(!pay_id_shape("re_00ff", "pay_", 7));
+}
+
 int
 harness_suites(void)
 {
@@ -89,7 +107,8 @@ harness_suites(void)
 	if (crypto_init() != IDEM_OK ||
 	    (s = CU_add_suite("payment", NULL, NULL)) == NULL ||
 	    CU_add_test(s, "time as printf", test_time) == NULL ||
-	    CU_add_test(s, "etag as printf", test_etag) == NULL)
+	    CU_add_test(s, "etag as printf", test_etag) == NULL ||
+	    CU_add_test(s, "id shapes", test_id_shape) == NULL)
 		return -1;
 	return 0;
 }
