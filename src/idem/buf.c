@@ -123,17 +123,17 @@ buf_printf(struct buf *b, const char *fmt, ...)
 size_t
 buf_fmt_uint(char *p, uint64_t v, unsigned width)
 {
-	char digits[BUF_DEC_MAX], *d = digits + sizeof(digits);
-	size_t n, pad = 0;
+	char digits[BUF_DEC_MAX], *end = digits + sizeof(digits), *d = end;
+	size_t n = 0;
 
 	do
 		*--d = (char)('0' + v % 10);
 	while ((v /= 10) != 0);
-	n = (size_t)(digits + sizeof(digits) - d);
-	while (pad + n < width)
-		p[pad++] = '0';
-	memcpy(p + pad, d, n);
-	return pad + n;
+	while (n + (size_t)(end - d) < width)
+		p[n++] = '0';
+	while (d < end)
+		p[n++] = *d++;
+	return n;
 }
 
 size_t
