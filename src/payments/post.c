@@ -124,6 +124,7 @@ pay_created(const struct pay_cp *cp, const struct pay_order *o,
 /* The rows of a charged payment, written with its completion. */
 struct pay_rows {
 	const char *id;
+	uint8_t name[ROWKEY_LEN];	/* rowkey(id), made once */
 	struct buf row;
 	struct buf idx;
 };
@@ -139,7 +140,8 @@ pay_rows_write(void *ctx, struct idem_tx *tx)
 	struct pay_rows *p = ctx;
 	int rc;
 
-	if ((rc = rowkey_tx_put(tx, PAY_TABLE_PAYMENTS, p->id, PAY_ID_LEN,
+	/* rowkey_tx_put, with the name already made. */
+	if ((rc = idem_tx_put(tx, PAY_TABLE_PAYMENTS, p->name, sizeof(p->name),
 	    p->row.data, p->row.len)) != IDEM_OK)
 		return rc;
 	/* The index key ends with the row's name; its value is the id. */
@@ -152,12 +154,11 @@ static enum keyed_end
 pay_succeed(struct pay_run *r, const struct pay_cp *cp,
     const struct pay_order *o, const char *charge_id, struct response *resp)
 {
-	struct pay_rows rows = { cp->id, BUF_INIT, BUF_INIT };
+	struct pay_rows rows = { cp->id, { 0 }, BUF_INIT, BUF_INIT };
 	enum keyed_end end = KEYED_KEPT;
-	uint8_t name[ROWKEY_LEN];
 	int rc;
 
-	rowkey(cp->id, PAY_ID_LEN, name);
+	rowkey(cp->id, PAY_ID_LEN, rows.name);
 
 	if ((rc = pay_created(cp, o, charge_id, resp)) != IDEM_OK ||
 	    (rc = pay_row_encode(r->scope, &resp->body, &rows.row)) !=
@@ -165,7 +166,8 @@ pay_succeed(struct pay_run *r, const struct pay_cp *cp,
 	    (rc = buf_append(&rows.idx, r->scope, strlen(r->scope) + 1)) !=
 	    IDEM_OK ||
 	    (rc = buf_put_u64(&rows.idx, cp->created_ms)) != IDEM_OK ||
-	    (rc = buf_append(&rows.idx, name, sizeof(name))) != IDEM_OK) {
+	    (rc = buf_append(&rows.idx, rows.name, sizeof(rows.name))) !=
+	    IDEM_OK) {
 		idem_abandon(r->call);
 		pay_complete_failed(resp, rc, PAY_EFFECT_CHARGED);
 		goto out;
