@@ -178,6 +178,7 @@ void
 money_format(int64_t minor, const struct currency *cur, char *out,
     size_t outlen)
 {
+	/* A sign, the whole part, '.', and digits (3 at most, ISO 4217). */
 	char text[2 * BUF_DEC_MAX + 2];
 	uint64_t mag, pow10;
 	unsigned digits, i;
