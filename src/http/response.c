@@ -8,8 +8,8 @@
 #include "fault.h"
 #include "response.h"
 
-/* Room for a long long in decimal, sign included. */
-#define RESP_NUM_MAX 24
+/* Room for a number in decimal, sign included. */
+#define RESP_NUM_MAX (BUF_DEC_MAX + 1)
 /* Answers up to this size are put together on the stack. */
 #define RESP_WRITE_STACK 4096
 
@@ -201,22 +201,6 @@ resp_put(char *p, const char *s, size_t len)
 	return p + len;
 }
 
-/* Writes v in decimal to p (RESP_NUM_MAX bytes at most); returns the end. */
-static char *
-resp_put_num(char *p, long long v)
-{
-	char digits[RESP_NUM_MAX], *d = digits + sizeof(digits);
-	unsigned long long u = v < 0 ? 0 - (unsigned long long)v :
-	    (unsigned long long)v;
-
-	do
-		*--d = (char)('0' + u % 10);
-	while ((u /= 10) != 0);
-	if (v < 0)
-		*--d = '-';
-	return resp_put(p, d, (size_t)(digits + sizeof(digits) - d));
-}
-
 /*
  * The head and the body go out in one buffer (on the stack when they fit,
  * which they nearly always do), in two writes: up to half the body, then
@@ -244,7 +228,7 @@ resp_write(const struct response *r, resp_write_fn wr, void *ctx)
 		return rc;
 	/* RFC 3875 section 6.3.3: the Status header carries the status. */
 	p = resp_put(out, "Status: ", 8);
-	p = resp_put_num(p, r->status);
+	p += buf_fmt_int(p, r->status);
 	*p++ = ' ';
 	p = resp_put(p, reason, strlen(reason));
 	p = resp_put(p, "\r\n", 2);
@@ -257,7 +241,7 @@ resp_write(const struct response *r, resp_write_fn wr, void *ctx)
 	}
 	if (!nobody) {
 		p = resp_put(p, "Content-Length: ", 16);
-		p = resp_put_num(p, (long long)r->body.len);
+		p += buf_fmt_int(p, (int64_t)r->body.len);
 		p = resp_put(p, "\r\n", 2);
 	}
 	p = resp_put(p, "\r\n", 2);

@@ -6,6 +6,9 @@
 #include "buf.h"
 #include "err.h"
 
+/* The first block of a buffer, in bytes. */
+#define BUF_FIRST 256
+
 void
 buf_init(struct buf *b)
 {
@@ -29,6 +32,11 @@ buf_reset(struct buf *b)
 		b->data[0] = '\0';
 }
 
+/*
+ * Grows b to hold extra more bytes and the terminator.  The first block
+ * is big enough for most of what a request builds (a representation, a
+ * record, a key), so that a buffer is seldom moved more than once.
+ */
 int
 buf_reserve(struct buf *b, size_t extra)
 {
@@ -40,7 +48,7 @@ buf_reserve(struct buf *b, size_t extra)
 	need = b->len + extra + 1;
 	if (need <= b->cap)
 		return IDEM_OK;
-	cap = b->cap ? b->cap : 64;
+	cap = b->cap ? b->cap : BUF_FIRST;
 	while (cap < need)
 		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
 	if ((p = realloc(b->data, cap)) == NULL)
@@ -50,10 +58,24 @@ buf_reserve(struct buf *b, size_t extra)
 	return IDEM_OK;
 }
 
+/*
+ * Makes room for extra more bytes, growing b only when they do not fit.
+ * A buffer with room has len < cap (the terminator takes one byte), so
+ * extra bytes more fit exactly when extra < cap - len; an empty buffer
+ * (cap 0) never passes and is grown.
+ */
+static int
+buf_room(struct buf *b, size_t extra)
+{
+	if (extra < b->cap - b->len)
+		return IDEM_OK;
+	return buf_reserve(b, extra);
+}
+
 int
 buf_append(struct buf *b, const void *data, size_t len)
 {
-	if (buf_reserve(b, len) != IDEM_OK)
+	if (buf_room(b, len) != IDEM_OK)
 		return IDEM_ENOMEM;
 	if (len > 0)
 		memcpy(b->data + b->len, data, len);
@@ -71,7 +93,11 @@ buf_puts(struct buf *b, const char *s)
 int
 buf_putc(struct buf *b, char c)
 {
-	return buf_append(b, &c, 1);
+	if (buf_room(b, 1) != IDEM_OK)
+		return IDEM_ENOMEM;
+	b->data[b->len++] = c;
+	b->data[b->len] = '\0';
+	return IDEM_OK;
 }
 
 int
@@ -94,10 +120,57 @@ buf_printf(struct buf *b, const char *fmt, ...)
 	return IDEM_OK;
 }
 
+size_t
+buf_fmt_uint(char *p, uint64_t v, unsigned width)
+{
+	char digits[BUF_DEC_MAX], *end = digits + sizeof(digits), *d = end;
+	size_t n = 0;
+
+	do
+		*--d = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n + (size_t)(end - d) < width)
+		p[n++] = '0';
+	while (d < end)
+		p[n++] = *d++;
+	return n;
+}
+
+size_t
+buf_fmt_int(char *p, int64_t v)
+{
+	/* The magnitude of INT64_MIN is representable only unsigned. */
+	if (v < 0) {
+		*p = '-';
+		return 1 + buf_fmt_uint(p + 1, 0 - (uint64_t)v, 0);
+	}
+	return buf_fmt_uint(p, (uint64_t)v, 0);
+}
+
+int
+buf_put_int(struct buf *b, int64_t v)
+{
+	char text[BUF_DEC_MAX + 1];
+
+	return buf_append(b, text, buf_fmt_int(text, v));
+}
+
+/* Appends the low n bytes of v, big-endian. */
+static int
+buf_put_be(struct buf *b, size_t n, uint64_t v)
+{
+	if (buf_room(b, n) != IDEM_OK)
+		return IDEM_ENOMEM;
+	be_put((uint8_t *)b->data + b->len, n, v);
+	b->len += n;
+	b->data[b->len] = '\0';
+	return IDEM_OK;
+}
+
 int
 buf_put_u8(struct buf *b, uint8_t v)
 {
-	return buf_append(b, &v, 1);
+	return buf_put_be(b, 1, v);
 }
 
 void
@@ -123,28 +196,19 @@ be_get(const uint8_t *p, size_t n)
 int
 buf_put_u16(struct buf *b, uint16_t v)
 {
-	uint8_t x[2];
-
-	be_put(x, sizeof(x), v);
-	return buf_append(b, x, sizeof(x));
+	return buf_put_be(b, 2, v);
 }
 
 int
 buf_put_u32(struct buf *b, uint32_t v)
 {
-	uint8_t x[4];
-
-	be_put(x, sizeof(x), v);
-	return buf_append(b, x, sizeof(x));
+	return buf_put_be(b, 4, v);
 }
 
 int
 buf_put_u64(struct buf *b, uint64_t v)
 {
-	uint8_t x[8];
-
-	be_put(x, sizeof(x), v);
-	return buf_append(b, x, sizeof(x));
+	return buf_put_be(b, 8, v);
 }
 
 void

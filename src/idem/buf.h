@@ -31,6 +31,18 @@ int buf_putc(struct buf *b, char c);
 int buf_printf(struct buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /*
+ * Decimal numbers without printf, for the numbers of answers, records and
+ * log lines.  buf_fmt_uint writes v as printf's "%0*llu" does with width:
+ * at least width digits, zero-padded on the left.  buf_fmt_int writes v
+ * as "%lld" does.  Both write to p only the characters they return the
+ * count of (BUF_DEC_MAX or width at most, and a sign), and no NUL.
+ * buf_put_int appends v as buf_fmt_int writes it.
+ */
+#define BUF_DEC_MAX 20	/* the digits of UINT64_MAX */
+size_t buf_fmt_uint(char *p, uint64_t v, unsigned width);
+size_t buf_fmt_int(char *p, int64_t v);
+int buf_put_int(struct buf *b, int64_t v);
+/*
  * Big-endian fixed-width integers, for record encodings and keys: the one
  * writer and reader of them.  be_put writes the low n bytes of v (n at
  * most 8) to p; be_get reads n bytes.

@@ -45,7 +45,6 @@
  * numbers); within those limits the canonical form is exact.  The tree
  * keeps only a number's source text; json_canonical reads it again.
  */
-#include <inttypes.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -686,9 +685,11 @@ json_decimal_put(const struct json_decimal *d, struct buf *out)
 	if (d->end > a && (rc = buf_append(out, d->fp + (a - d->ni),
 	    d->end - a)) != IDEM_OK)
 		return rc;
-	if (d->exp != 0)
-		return buf_printf(out, "e%" PRId64, d->exp);
-	return IDEM_OK;
+	if (d->exp == 0)
+		return IDEM_OK;
+	if ((rc = buf_putc(out, 'e')) != IDEM_OK)
+		return rc;
+	return buf_put_int(out, d->exp);
 }
 
 int
@@ -1047,6 +1048,21 @@ json_text(const struct json_value *v, size_t *len)
 }
 
 /*
+ * What follows the backslash in a byte's escape: 0 for a byte written as
+ * it is, 'u' for \u00xx.  Only '"', '\\' and the control characters are
+ * escaped (RFC 8259 section 7), the latter in the short form where there
+ * is one.
+ */
+static const char json_esc[256] = {
+	'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u',		/* 0x00 */
+	'b', 't', 'n', 'u', 'f', 'r', 'u', 'u',		/* 0x08 */
+	'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u',		/* 0x10 */
+	'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u',		/* 0x18 */
+	['"'] = '"',
+	['\\'] = '\\',
+};
+
+/*
  * Writes a string escaped minimally: '"', '\\' and the control characters
  * only, the latter as \b \f \n \r \t where RFC 8259 section 7 has a short
  * form and as \u00xx (lowercase hex) otherwise.  Everything else,
@@ -1065,29 +1081,21 @@ json_escape(const char *s, size_t len, struct buf *out)
 		return rc;
 	for (i = 0; i < len; i++) {
 		c = (unsigned char)s[i];
-		if (c >= 0x20 && c != '"' && c != '\\')
+		if (json_esc[c] == 0)
 			continue;
 		if ((rc = buf_append(out, s + run, i - run)) != IDEM_OK)
 			return rc;
 		run = i + 1;
 		esc[0] = '\\';
-		switch (c) {
-		case '"': esc[1] = '"'; break;
-		case '\\': esc[1] = '\\'; break;
-		case '\b': esc[1] = 'b'; break;
-		case '\f': esc[1] = 'f'; break;
-		case '\n': esc[1] = 'n'; break;
-		case '\r': esc[1] = 'r'; break;
-		case '\t': esc[1] = 't'; break;
-		default:
-			memcpy(esc + 1, "u00", 3);
+		esc[1] = json_esc[c];
+		if (esc[1] == 'u') {
+			memcpy(esc + 2, "00", 2);
 			esc[4] = hex[c >> 4];
 			esc[5] = hex[c & 0x0f];
-			if ((rc = buf_append(out, esc, 6)) != IDEM_OK)
-				return rc;
-			continue;
-		}
-		if ((rc = buf_append(out, esc, 2)) != IDEM_OK)
+			rc = buf_append(out, esc, 6);
+		} else
+			rc = buf_append(out, esc, 2);
+		if (rc != IDEM_OK)
 			return rc;
 	}
 	if ((rc = buf_append(out, s + run, len - run)) != IDEM_OK)
@@ -1195,10 +1203,8 @@ json_write_raw(struct json_writer *w, const void *text, size_t len)
 void
 json_write_int(struct json_writer *w, long long v)
 {
-	char text[24];
-	int n = snprintf(text, sizeof(text), "%lld", v);
-
-	json_write_raw(w, text, (size_t)n);
+	if (json_write_sep(w) == 0)
+		w->rc = buf_put_int(w->out, v);
 }
 
 int

@@ -30,33 +30,44 @@
 #define REC_STATUS_MIN 100
 #define REC_STATUS_MAX 999
 
+/*
+ * Checks a response before a byte of it is appended, and adds the size of
+ * its encoding (rec_put_response) to *size, so the buffer grows once.
+ */
 static int
-rec_check_response(const struct rec_response *resp)
+rec_check_response(const struct rec_response *resp, size_t *size)
 {
-	size_t i;
+	size_t i, nlen, vlen;
 
 	if (resp->status < REC_STATUS_MIN || resp->status > REC_STATUS_MAX)
 		return IDEM_EINVAL;
 	if (resp->nheaders > REC_MAX_HEADERS)
 		return IDEM_ETOOBIG;
+	*size += 2 + 1 + 4;
 	for (i = 0; i < resp->nheaders; i++) {
 		if (resp->headers[i].name == NULL ||
 		    resp->headers[i].value == NULL)
 			return IDEM_EINVAL;
-		if (strlen(resp->headers[i].name) > UINT16_MAX ||
-		    strlen(resp->headers[i].value) > UINT16_MAX)
+		nlen = strlen(resp->headers[i].name);
+		vlen = strlen(resp->headers[i].value);
+		if (nlen > UINT16_MAX || vlen > UINT16_MAX)
 			return IDEM_ETOOBIG;
+		*size += 2 + nlen + 2 + vlen;
 	}
 	if (resp->bodylen > UINT32_MAX)
 		return IDEM_ETOOBIG;
 	if (resp->bodylen > 0 && resp->body == NULL)
 		return IDEM_EINVAL;
+	*size += resp->bodylen;
 	return IDEM_OK;
 }
 
-/* Refuses what rec_decode would refuse, before a byte is appended. */
+/*
+ * Refuses what rec_decode would refuse, before a byte is appended, and
+ * sets *size to the size of the encoding (rec_put).
+ */
 static int
-rec_check(const struct rec *r)
+rec_check(const struct rec *r, size_t *size)
 {
 	if (r->state != REC_IN_PROGRESS && r->state != REC_COMPLETED)
 		return IDEM_EINVAL;
@@ -64,8 +75,10 @@ rec_check(const struct rec *r)
 		return IDEM_ETOOBIG;
 	if (r->cplen > 0 && r->cp == NULL)
 		return IDEM_EINVAL;
+	*size = 1 + 1 + FP_SIZE + REC_TOKEN_SIZE + 3 * 8 + 2 * 4 + 2 +
+	    r->cplen;
 	if (r->state == REC_COMPLETED)
-		return rec_check_response(&r->resp);
+		return rec_check_response(&r->resp, size);
 	return IDEM_OK;
 }
 
@@ -126,10 +139,11 @@ rec_put(struct buf *out, const struct rec *r)
 int
 rec_encode(const struct rec *r, struct buf *out)
 {
-	size_t start = out->len;
+	size_t start = out->len, size;
 	int rc;
 
-	if ((rc = rec_check(r)) != IDEM_OK)
+	if ((rc = rec_check(r, &size)) != IDEM_OK ||
+	    (rc = buf_reserve(out, size)) != IDEM_OK)
 		return rc;
 	/*
 	 * A failed append leaves only itself undone; cut the buffer back so
@@ -333,10 +347,11 @@ rec_response_is_sealed(const struct rec_response *resp)
 int
 rec_response_pack(const struct rec_response *resp, struct buf *out)
 {
-	size_t start = out->len;
+	size_t start = out->len, size = 0;
 	int rc;
 
-	if ((rc = rec_check_response(resp)) != IDEM_OK)
+	if ((rc = rec_check_response(resp, &size)) != IDEM_OK ||
+	    (rc = buf_reserve(out, size)) != IDEM_OK)
 		return rc;
 	if ((rc = rec_put_response(out, resp)) != IDEM_OK) {
 		out->len = start;

@@ -13,6 +13,7 @@
 
 #include "app.h"
 #include "auth.h"
+#include "buf.h"
 #include "crypto.h"
 #include "err.h"
 #include "fault.h"
@@ -402,17 +403,10 @@ app_put(char *p, const char *end, const char *s)
 static char *
 app_put_num(char *p, const char *end, long long v)
 {
-	char digits[24], *d = digits + sizeof(digits);
-	unsigned long long u = v < 0 ? 0 - (unsigned long long)v :
-	    (unsigned long long)v;
+	char digits[BUF_DEC_MAX + 2];
 
-	*--d = '\0';
-	do
-		*--d = (char)('0' + u % 10);
-	while ((u /= 10) != 0);
-	if (v < 0)
-		*--d = '-';
-	return app_put(p, end, d);
+	digits[buf_fmt_int(digits, v)] = '\0';
+	return app_put(p, end, digits);
 }
 
 /* Writes a whole log line with one write(2); see app_log. */
@@ -500,11 +494,12 @@ app_log_json(const struct app_log_info *li, const struct request *req,
 	const struct pay_note *note = li->note;
 	struct buf out = BUF_INIT;
 	struct json_writer w;
+	size_t n;
 
 	pay_time(li->now_ms, when);
-	snprintf(ms, sizeof(ms), "%llu.%03llu",
-	    (unsigned long long)(li->us / 1000),
-	    (unsigned long long)(li->us % 1000));
+	n = buf_fmt_uint(ms, li->us / 1000, 0);
+	ms[n++] = '.';
+	n += buf_fmt_uint(ms + n, li->us % 1000, 3);
 	json_write_init(&w, &out);
 	json_write_open(&w, '{');
 	app_json_member(&w, "time", when);
@@ -518,7 +513,7 @@ app_log_json(const struct app_log_info *li, const struct request *req,
 	app_json_member(&w, "account", note->account);
 	app_json_member(&w, "key", note->keyhash);
 	json_write_name(&w, "latency_ms");
-	json_write_raw(&w, ms, strlen(ms));
+	json_write_raw(&w, ms, n);
 	json_write_close(&w, '}');
 	if (json_write_done(&w) == IDEM_OK && buf_putc(&out, '\n') == IDEM_OK)
 		app_log_write(out.data, out.len);

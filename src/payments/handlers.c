@@ -80,6 +80,7 @@ pay_get(const struct pay_env *env, const struct request *req, const char *id,
 	struct buf view = BUF_INIT;
 	void *row = NULL;
 	const uint8_t *s, *b;
+	uint8_t name[ROWKEY_LEN];
 	size_t rowlen = 0, slen, blen;
 	char etag[PAY_ETAG_SIZE];
 	int rc;
@@ -92,8 +93,9 @@ pay_get(const struct pay_env *env, const struct request *req, const char *id,
 		pay_store_error(resp, env->open_rc);
 		return;
 	}
-	rc = rowkey_get(env->idem, PAY_TABLE_PAYMENTS, id, strlen(id), &row,
-	    &rowlen);
+	rowkey(id, PAY_ID_LEN, name);
+	rc = rowkey_get_named(env->idem, PAY_TABLE_PAYMENTS, name, id,
+	    PAY_ID_LEN, &row, &rowlen);
 	if (rc == IDEM_OK)
 		rc = pay_row_decode(row, rowlen, &s, &slen, &b, &blen);
 	/* Another account's payment is indistinguishable from none. */
@@ -103,7 +105,8 @@ pay_get(const struct pay_env *env, const struct request *req, const char *id,
 		goto out;
 	}
 	if (rc == IDEM_OK)
-		rc = refund_payment_extend(env->idem, id, b, blen, &view);
+		rc = refund_payment_extend(env->idem, id, name, b, blen,
+		    &view);
 	if (rc != IDEM_OK) {
 		pay_store_error(resp, rc);
 		goto out;
@@ -188,6 +191,7 @@ pay_list(const struct pay_env *env, const struct request *req, const char *scope
 	struct buf view = BUF_INIT;
 	void *row = NULL;
 	const uint8_t *s, *b;
+	uint8_t name[ROWKEY_LEN];
 	size_t rowlen, slen, blen, i;
 	struct json_writer w;
 	long limit;
@@ -226,15 +230,16 @@ pay_list(const struct pay_env *env, const struct request *req, const char *scope
 	    i < ids->n && i < (size_t)limit; i++) {
 		free(row);
 		row = NULL;
-		if (rowkey_get(env->idem, PAY_TABLE_PAYMENTS, ids->ids[i],
-		    PAY_ID_LEN, &row, &rowlen) != IDEM_OK ||
+		rowkey(ids->ids[i], PAY_ID_LEN, name);
+		if (rowkey_get_named(env->idem, PAY_TABLE_PAYMENTS, name,
+		    ids->ids[i], PAY_ID_LEN, &row, &rowlen) != IDEM_OK ||
 		    pay_row_decode(row, rowlen, &s, &slen, &b, &blen) !=
 		    IDEM_OK)
 			continue;
 		/* The representation GET shows, as a value of the list. */
 		buf_reset(&view);
-		rc = refund_payment_extend(env->idem, ids->ids[i], b, blen,
-		    &view);
+		rc = refund_payment_extend(env->idem, ids->ids[i], name, b,
+		    blen, &view);
 		if (rc == IDEM_OK)
 			json_write_raw(&w, view.data, view.len);
 	}

@@ -18,6 +18,7 @@
 #include "refund.h"
 #include "request.h"
 #include "response.h"
+#include "rowkey.h"
 
 /* Recovery points of POST /payments, kept in the claim's stage. */
 enum pay_stage {
@@ -102,10 +103,11 @@ void refund_post(const struct pay_env *env, struct pay_note *note,
  * the payment, as its 201 had it (same bytes, same ETag) until a refund
  * completes, and from then on with the refunded total as its last member,
  * "amount_refunded".  The 201 of POST /payments, and its replays, stay as
- * stored.
+ * stored.  name is rowkey(payment), which names its refunds' totals too.
  */
 int refund_payment_extend(struct idem *idem, const char *payment,
-    const void *body, size_t len, struct buf *out);
+    const uint8_t name[ROWKEY_LEN], const void *body, size_t len,
+    struct buf *out);
 
 /* The 503 for a store error: problem+json with Retry-After. */
 void pay_store_error(struct response *resp, int err);

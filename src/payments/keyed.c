@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "buf.h"
 #include "err.h"
 #include "keyed.h"
 #include "metrics.h"
@@ -212,4 +213,19 @@ keyed_release(struct idem_call *call, idem_tx_fn undo, void *undo_ctx)
 	if (rc == IDEM_OK)
 		return KEYED_RELEASED;
 	return rc == IDEM_ELOST ? KEYED_LOST : KEYED_KEPT;
+}
+
+int
+keyed_provider_key(const char *what, const struct idem_call *call,
+    const char *scope, const char *key, struct buf *out)
+{
+	char created[BUF_DEC_MAX];
+
+	if (buf_puts(out, what) != IDEM_OK || buf_putc(out, ':') != IDEM_OK ||
+	    buf_puts(out, scope) != IDEM_OK || buf_putc(out, ':') != IDEM_OK ||
+	    buf_puts(out, key) != IDEM_OK || buf_putc(out, ':') != IDEM_OK ||
+	    buf_append(out, created, buf_fmt_uint(created,
+	    idem_call_created_ms(call), 0)) != IDEM_OK)
+		return IDEM_ENOMEM;
+	return IDEM_OK;
 }

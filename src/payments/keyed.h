@@ -82,4 +82,14 @@ int keyed_complete(struct idem_call *call, struct pay_note *note,
     idem_tx_fn hook, void *hook_ctx, int nothing_happened, idem_tx_fn undo,
     void *undo_ctx, struct response *resp);
 
+/*
+ * The key the provider deduplicates on, derived from the client's:
+ * "what:scope:key:created", created the claim's creation time in
+ * milliseconds, which tells this lifetime of the key from a later one
+ * (after it expired) and is kept across take-overs.  Appended to out;
+ * IDEM_OK or IDEM_ENOMEM.
+ */
+int keyed_provider_key(const char *what, const struct idem_call *call,
+    const char *scope, const char *key, struct buf *out);
+
 #endif

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "json.h"
 #include "money.h"
 
@@ -177,26 +178,30 @@ void
 money_format(int64_t minor, const struct currency *cur, char *out,
     size_t outlen)
 {
-	uint64_t mag, pow10, whole, frac;
+	/* A sign, the whole part, '.', and digits (3 at most, ISO 4217). */
+	char text[2 * BUF_DEC_MAX + 2];
+	uint64_t mag, pow10;
 	unsigned digits, i;
-	const char *sign;
+	size_t n = 0;
 
 	if (out == NULL || outlen == 0)
 		return;
 	digits = cur != NULL ? cur->digits : 0;
 
 	/* The magnitude of INT64_MIN is representable only unsigned. */
-	sign = minor < 0 ? "-" : "";
+	if (minor < 0)
+		text[n++] = '-';
 	mag = minor < 0 ? 0 - (uint64_t)minor : (uint64_t)minor;
 	for (pow10 = 1, i = 0; i < digits; i++)
 		pow10 *= 10;
-	whole = mag / pow10;
-	frac = mag % pow10;
-	if (digits == 0)
-		snprintf(out, outlen, "%s%llu", sign,
-		    (unsigned long long)whole);
-	else
-		snprintf(out, outlen, "%s%llu.%0*llu", sign,
-		    (unsigned long long)whole, (int)digits,
-		    (unsigned long long)frac);
+	n += buf_fmt_uint(text + n, mag / pow10, 0);
+	if (digits > 0) {
+		text[n++] = '.';
+		n += buf_fmt_uint(text + n, mag % pow10, digits);
+	}
+	/* Cut as snprintf would. */
+	if (n >= outlen)
+		n = outlen - 1;
+	memcpy(out, text, n);
+	out[n] = '\0';
 }

@@ -19,23 +19,41 @@ void
 pay_etag(const void *body, size_t len, char out[PAY_ETAG_SIZE])
 {
 	uint8_t d[CRYPTO_SHA256_SIZE];
-	char hex[2 * CRYPTO_SHA256_SIZE + 1];
 
+	/* The closing quote takes the place of crypto_hex's NUL. */
 	crypto_sha256(body, len, d);
-	crypto_hex(d, sizeof(d), hex);
-	snprintf(out, PAY_ETAG_SIZE, "\"%.16s\"", hex);
+	out[0] = '"';
+	crypto_hex(d, 8, out + 1);
+	out[17] = '"';
+	out[18] = '\0';
 }
 
+/* Writes v with at least width digits, then c; returns the end. */
+static char *
+pay_time_field(char *p, unsigned v, unsigned width, char c)
+{
+	p += buf_fmt_uint(p, v, width);
+	*p++ = c;
+	return p;
+}
+
+/* RFC 3339 in UTC with milliseconds: 2026-01-31T12:00:00.000Z. */
 void
 pay_time(uint64_t ms, char out[64])
 {
 	time_t t = (time_t)(ms / 1000);
 	struct tm tm;
+	char *p = out;
 
 	gmtime_r(&t, &tm);
-	snprintf(out, 64, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ",
-	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-	    tm.tm_min, tm.tm_sec, (unsigned)(ms % 1000));
+	p = pay_time_field(p, (unsigned)(tm.tm_year + 1900), 4, '-');
+	p = pay_time_field(p, (unsigned)(tm.tm_mon + 1), 2, '-');
+	p = pay_time_field(p, (unsigned)tm.tm_mday, 2, 'T');
+	p = pay_time_field(p, (unsigned)tm.tm_hour, 2, ':');
+	p = pay_time_field(p, (unsigned)tm.tm_min, 2, ':');
+	p = pay_time_field(p, (unsigned)tm.tm_sec, 2, '.');
+	p = pay_time_field(p, (unsigned)(ms % 1000), 3, 'Z');
+	*p = '\0';
 }
 
 /* 1 to 8 letters and digits: safe to quote back to the client. */
@@ -237,16 +255,24 @@ pay_cp_decode(const void *point, size_t len, struct pay_cp *cp)
 }
 
 int
-pay_id_valid(const char *id)
+pay_id_shape(const char *id, const char *prefix, size_t len)
 {
-	size_t i;
+	size_t plen = strlen(prefix), i;
 
-	if (strlen(id) != PAY_ID_LEN || strncmp(id, "pay_", 4) != 0)
+	if (strlen(id) != len || strncmp(id, prefix, plen) != 0)
 		return 0;
-	for (i = 4; i < PAY_ID_LEN; i++)
-		if (strchr("0123456789abcdef", id[i]) == NULL || id[i] == '\0')
+	/* Lowercase hex, as crypto_hex writes it. */
+	for (i = plen; i < len; i++)
+		if (!((id[i] >= '0' && id[i] <= '9') ||
+		    (id[i] >= 'a' && id[i] <= 'f')))
 			return 0;
 	return 1;
+}
+
+int
+pay_id_valid(const char *id)
+{
+	return pay_id_shape(id, "pay_", PAY_ID_LEN);
 }
 
 /* A new payment's id and time, fixed before the provider is called. */

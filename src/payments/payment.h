@@ -75,6 +75,8 @@ int pay_cp_decode(const void *point, size_t len, struct pay_cp *cp);
 void pay_cp_new(uint64_t now_ms, const struct pay_order *o,
     struct pay_cp *cp);
 
+/* Whether id is prefix and lowercase hex digits, len bytes in all. */
+int pay_id_shape(const char *id, const char *prefix, size_t len);
 /* Whether id has the shape of a payment id. */
 int pay_id_valid(const char *id);
 

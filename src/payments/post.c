@@ -8,7 +8,6 @@
  * what every keyed endpoint answers alike is in keyed.c.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
@@ -104,7 +103,8 @@ static int
 pay_created(const struct pay_cp *cp, const struct pay_order *o,
     const char *charge_id, struct response *resp)
 {
-	char etag[PAY_ETAG_SIZE];
+	static const char base[] = "/payments/";
+	char etag[PAY_ETAG_SIZE], location[sizeof(base) + PAY_ID_LEN];
 	int rc;
 
 	resp_reset(resp);
@@ -112,10 +112,11 @@ pay_created(const struct pay_cp *cp, const struct pay_order *o,
 	if ((rc = pay_render(cp, o, charge_id, &resp->body)) != IDEM_OK)
 		return rc;
 	pay_etag(resp->body.data, resp->body.len, etag);
+	memcpy(location, base, sizeof(base) - 1);
+	memcpy(location + sizeof(base) - 1, cp->id, PAY_ID_LEN + 1);
 	if ((rc = resp_header(resp, "Content-Type", "application/json")) !=
 	    IDEM_OK ||
-	    (rc = resp_header(resp, "Location", "/payments/%s", cp->id)) !=
-	    IDEM_OK)
+	    (rc = resp_header(resp, "Location", "%s", location)) != IDEM_OK)
 		return rc;
 	return resp_header(resp, "ETag", "%s", etag);
 }
@@ -123,6 +124,7 @@ pay_created(const struct pay_cp *cp, const struct pay_order *o,
 /* The rows of a charged payment, written with its completion. */
 struct pay_rows {
 	const char *id;
+	uint8_t name[ROWKEY_LEN];	/* rowkey(id), made once */
 	struct buf row;
 	struct buf idx;
 };
@@ -138,7 +140,8 @@ pay_rows_write(void *ctx, struct idem_tx *tx)
 	struct pay_rows *p = ctx;
 	int rc;
 
-	if ((rc = rowkey_tx_put(tx, PAY_TABLE_PAYMENTS, p->id, PAY_ID_LEN,
+	/* rowkey_tx_put, with the name already made. */
+	if ((rc = idem_tx_put(tx, PAY_TABLE_PAYMENTS, p->name, sizeof(p->name),
 	    p->row.data, p->row.len)) != IDEM_OK)
 		return rc;
 	/* The index key ends with the row's name; its value is the id. */
@@ -151,12 +154,11 @@ static enum keyed_end
 pay_succeed(struct pay_run *r, const struct pay_cp *cp,
     const struct pay_order *o, const char *charge_id, struct response *resp)
 {
-	struct pay_rows rows = { cp->id, BUF_INIT, BUF_INIT };
+	struct pay_rows rows = { cp->id, { 0 }, BUF_INIT, BUF_INIT };
 	enum keyed_end end = KEYED_KEPT;
-	uint8_t name[ROWKEY_LEN];
 	int rc;
 
-	rowkey(cp->id, PAY_ID_LEN, name);
+	rowkey(cp->id, PAY_ID_LEN, rows.name);
 
 	if ((rc = pay_created(cp, o, charge_id, resp)) != IDEM_OK ||
 	    (rc = pay_row_encode(r->scope, &resp->body, &rows.row)) !=
@@ -164,7 +166,8 @@ pay_succeed(struct pay_run *r, const struct pay_cp *cp,
 	    (rc = buf_append(&rows.idx, r->scope, strlen(r->scope) + 1)) !=
 	    IDEM_OK ||
 	    (rc = buf_put_u64(&rows.idx, cp->created_ms)) != IDEM_OK ||
-	    (rc = buf_append(&rows.idx, name, sizeof(name))) != IDEM_OK) {
+	    (rc = buf_append(&rows.idx, rows.name, sizeof(rows.name))) !=
+	    IDEM_OK) {
 		idem_abandon(r->call);
 		pay_complete_failed(resp, rc, PAY_EFFECT_CHARGED);
 		goto out;
@@ -289,8 +292,8 @@ pay_run(struct pay_run *r, const struct pay_order *o, const char *invalid,
     struct response *resp)
 {
 	struct provider_charge ch;
+	struct buf pkey = BUF_INIT;
 	struct pay_cp cp;
-	char *pkey = NULL;
 	int rc;
 
 	/* An invalid payment is a final answer: stored and replayed. */
@@ -312,29 +315,26 @@ pay_run(struct pay_run *r, const struct pay_order *o, const char *invalid,
 			return keyed_release(r->call, NULL, NULL);
 		return KEYED_KEPT;
 	}
-	/*
-	 * The provider deduplicates on a key derived from ours.  The claim's
-	 * creation time tells this lifetime of the key from a later one (after
-	 * it expired), and is kept across take-overs.
-	 */
+	/* The provider deduplicates on a key derived from ours. */
 #ifndef IDEM_PLANT_RANDOM_PROVIDER_KEY	/* for tests/sim, never defined */
-	if (asprintf(&pkey, "charge:%s:%s:%llu", r->scope, r->key,
-	    (unsigned long long)idem_call_created_ms(r->call)) < 0) {
+	if (keyed_provider_key("charge", r->call, r->scope, r->key, &pkey) !=
+	    IDEM_OK) {
 #else
 	uint64_t plant;
 
 	crypto_random(&plant, sizeof(plant));
-	if (asprintf(&pkey, "charge:%s:%016llx", r->scope,
-	    (unsigned long long)plant) < 0) {
+	if (buf_printf(&pkey, "charge:%s:%016llx", r->scope,
+	    (unsigned long long)plant) != IDEM_OK) {
 #endif
+		buf_free(&pkey);
 		idem_abandon(r->call);
 		problem_build(resp, PROBLEM_INTERNAL, "Out of memory; nothing "
 		    "was charged. Retry with the same Idempotency-Key.");
 		return KEYED_KEPT;
 	}
-	rc = provider_charge(r->env->provider, pkey, o->minor, o->cur->code,
-	    idem_now_ms(r->env->idem), &ch);
-	free(pkey);
+	rc = provider_charge(r->env->provider, pkey.data, o->minor,
+	    o->cur->code, idem_now_ms(r->env->idem), &ch);
+	buf_free(&pkey);
 	if (rc != IDEM_OK)
 		ch.outcome = PROVIDER_TIMEOUT;
 	return pay_charged(r, &cp, o, &ch, resp);

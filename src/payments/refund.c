@@ -11,6 +11,7 @@
 #include "err.h"
 #include "json.h"
 #include "money.h"
+#include "payment.h"
 #include "refund.h"
 
 /*
@@ -280,12 +281,5 @@ refund_cp_new(uint64_t now_ms, struct refund_cp *cp)
 int
 refund_id_valid(const char *id)
 {
-	size_t i;
-
-	if (strlen(id) != REFUND_ID_LEN || strncmp(id, "re_", 3) != 0)
-		return 0;
-	for (i = 3; i < REFUND_ID_LEN; i++)
-		if (strchr("0123456789abcdef", id[i]) == NULL)
-			return 0;
-	return 1;
+	return pay_id_shape(id, "re_", REFUND_ID_LEN);
 }

@@ -51,7 +51,8 @@ refund_path_parse(const char *path, char payment[PAY_ID_LEN + 1],
 
 /* The payment's refunded total, 0 before its first refund. */
 static int
-refund_refunded(struct idem *idem, const char *payment, int64_t *refunded)
+refund_refunded(struct idem *idem, const char *payment,
+    const uint8_t name[ROWKEY_LEN], int64_t *refunded)
 {
 	struct refund_totals t;
 	void *v = NULL;
@@ -59,8 +60,8 @@ refund_refunded(struct idem *idem, const char *payment, int64_t *refunded)
 	int rc;
 
 	*refunded = 0;
-	rc = rowkey_get(idem, REFUND_TABLE_TOTALS, payment, PAY_ID_LEN, &v,
-	    &len);
+	rc = rowkey_get_named(idem, REFUND_TABLE_TOTALS, name, payment,
+	    PAY_ID_LEN, &v, &len);
 	if (rc == IDEM_ENOTFOUND)
 		return IDEM_OK;
 	if (rc == IDEM_OK && (rc = refund_totals_decode(v, len, &t)) ==
@@ -72,13 +73,14 @@ refund_refunded(struct idem *idem, const char *payment, int64_t *refunded)
 
 int
 refund_payment_extend(struct idem *idem, const char *payment,
-    const void *body, size_t len, struct buf *out)
+    const uint8_t name[ROWKEY_LEN], const void *body, size_t len,
+    struct buf *out)
 {
 	const struct currency *cur;
 	int64_t paid, refunded;
 	int rc;
 
-	if ((rc = refund_refunded(idem, payment, &refunded)) != IDEM_OK)
+	if ((rc = refund_refunded(idem, payment, name, &refunded)) != IDEM_OK)
 		return rc;
 	if (refunded == 0)
 		return buf_append(out, body, len);

@@ -388,10 +388,11 @@ static enum keyed_end
 refund_run(struct refund_run *r, const char *invalid, struct response *resp)
 {
 	struct provider_charge ch;
+	struct buf pkey = BUF_INIT;
 	struct refund_settle s;
 	struct refund_hold h;
 	struct refund_cp cp;
-	char *pkey = NULL, left[48];
+	char left[48];
 	int rc;
 
 	if (invalid != NULL) {
@@ -415,16 +416,17 @@ refund_run(struct refund_run *r, const char *invalid, struct response *resp)
 		return refund_final_nothing(r, &s, resp);
 	}
 	/* The provider deduplicates on a key derived from ours (post.c). */
-	if (asprintf(&pkey, "refund:%s:%s:%llu", r->scope, r->key,
-	    (unsigned long long)idem_call_created_ms(r->call)) < 0) {
+	if (keyed_provider_key("refund", r->call, r->scope, r->key, &pkey) !=
+	    IDEM_OK) {
+		buf_free(&pkey);
 		idem_abandon(r->call);
 		problem_build(resp, PROBLEM_INTERNAL, "Out of memory; nothing "
 		    "was refunded. Retry with the same Idempotency-Key.");
 		return KEYED_KEPT;
 	}
-	rc = provider_refund(r->env->provider, pkey, h.amount, r->cur->code,
-	    idem_now_ms(r->env->idem), &ch);
-	free(pkey);
+	rc = provider_refund(r->env->provider, pkey.data, h.amount,
+	    r->cur->code, idem_now_ms(r->env->idem), &ch);
+	buf_free(&pkey);
 	if (rc != IDEM_OK)
 		ch.outcome = PROVIDER_TIMEOUT;
 	return refund_answer_provider(r, &cp, &s, &ch, resp);

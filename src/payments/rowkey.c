@@ -23,10 +23,19 @@ rowkey_get(struct idem *idem, const char *table, const char *id, size_t len,
     void **val, size_t *vallen)
 {
 	uint8_t k[ROWKEY_LEN];
-	int rc;
 
 	rowkey(id, len, k);
-	rc = idem_row_get(idem, table, k, sizeof(k), val, vallen);
+	return rowkey_get_named(idem, table, k, id, len, val, vallen);
+}
+
+int
+rowkey_get_named(struct idem *idem, const char *table,
+    const uint8_t name[ROWKEY_LEN], const char *id, size_t len, void **val,
+    size_t *vallen)
+{
+	int rc;
+
+	rc = idem_row_get(idem, table, name, ROWKEY_LEN, val, vallen);
 	if (rc == IDEM_ENOTFOUND)
 		rc = idem_row_get(idem, table, id, len, val, vallen);
 	return rc;

@@ -37,6 +37,13 @@ int rowkey_tx_put(struct idem_tx *tx, const char *table, const char *id,
     size_t len, const void *val, size_t vallen);
 int rowkey_tx_del(struct idem_tx *tx, const char *table, const char *id,
     size_t len);
+/*
+ * rowkey_get with the row's name, rowkey(id, len), already made: for a
+ * caller that reads several rows named by one id and hashes it once.
+ */
+int rowkey_get_named(struct idem *idem, const char *table,
+    const uint8_t name[ROWKEY_LEN], const char *id, size_t len, void **val,
+    size_t *vallen);
 
 /*
  * idem_row_scan over the rows whose keys begin with the name of the row

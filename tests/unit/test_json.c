@@ -841,6 +841,47 @@ test_canonical_is_fixed_point(void)
 }
 
 /*
+ * Every byte, NUL included, written inside a string: '"' and '\\' and the
+ * control characters escaped (the short forms where RFC 8259 section 7
+ * has them, else \u00xx in lowercase), everything else as it is.
+ */
+static void
+test_writer_every_byte(void)
+{
+	struct json_writer w;
+	struct buf b = BUF_INIT;
+	char s[3], want[16];
+	unsigned c;
+
+	for (c = 0; c < 256; c++) {
+		s[0] = 'a';
+		s[1] = (char)c;
+		s[2] = 'z';
+		switch (c) {
+		case '"': strcpy(want, "\"a\\\"z\""); break;
+		case '\\': strcpy(want, "\"a\\\\z\""); break;
+		case '\b': strcpy(want, "\"a\\bz\""); break;
+		case '\f': strcpy(want, "\"a\\fz\""); break;
+		case '\n': strcpy(want, "\"a\\nz\""); break;
+		case '\r': strcpy(want, "\"a\\rz\""); break;
+		case '\t': strcpy(want, "\"a\\tz\""); break;
+		default:
+			if (c < 0x20)
+				snprintf(want, sizeof(want), "\"a\\u%04xz\"", c);
+			else
+				snprintf(want, sizeof(want), "\"a%cz\"", (int)c);
+		}
+		buf_reset(&b);
+		json_write_init(&w, &b);
+		json_write_string(&w, s, sizeof(s));
+		CU_ASSERT_FATAL(json_write_done(&w) == IDEM_OK);
+		HARNESS_EQ(b.len, strlen(want));
+		CU_ASSERT(memcmp(b.data, want, b.len) == 0);
+	}
+	buf_free(&b);
+}
+
+/*
  * The writer: commas between values and members at every level, names
  * and strings escaped as the canonical form escapes them, raw values and
  * integers as given; an unbalanced close is an error that sticks.
@@ -955,6 +996,8 @@ harness_suites(void)
 	    CU_add_test(c, "canonical is a fixed point",
 	    test_canonical_is_fixed_point) == NULL ||
 	    CU_add_test(c, "the writer", test_writer) == NULL ||
+	    CU_add_test(c, "the writer escapes every byte",
+	    test_writer_every_byte) == NULL ||
 	    CU_add_test(c, "the writer extends a stored object",
 	    test_writer_extend) == NULL)
 		return -1;

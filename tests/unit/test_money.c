@@ -281,6 +281,59 @@ test_format_truncates(void)
 	CU_ASSERT_STRING_EQUAL(out, "100");
 }
 
+/* Prints exactly what the printf formats it is written without print. */
+static void
+each_format_as_printf(void *ctx, const struct currency *c)
+{
+	int64_t v[4 * 20 + 4];
+	uint64_t p10, pow10;
+	char want[64], got[64];
+	size_t n = 0, i;
+	unsigned k;
+
+	(void)ctx;
+	/* 0, the extremes, and +-(10^k - 1), +-10^k for every digit count. */
+	v[n++] = 0;
+	v[n++] = INT64_MAX;
+	v[n++] = INT64_MIN;
+	v[n++] = INT64_MIN + 1;
+	for (p10 = 1; p10 <= (uint64_t)INT64_MAX / 10; p10 *= 10) {
+		v[n++] = (int64_t)p10;
+		v[n++] = (int64_t)p10 - 1;
+		v[n++] = -(int64_t)p10;
+		v[n++] = 1 - (int64_t)p10;
+	}
+	for (pow10 = 1, k = 0; k < c->digits; k++)
+		pow10 *= 10;
+	for (i = 0; i < n; i++) {
+		uint64_t mag = v[i] < 0 ? 0 - (uint64_t)v[i] : (uint64_t)v[i];
+
+		if (c->digits == 0)
+			snprintf(want, sizeof(want), "%s%llu", v[i] < 0 ?
+			    "-" : "", (unsigned long long)mag);
+		else
+			snprintf(want, sizeof(want), "%s%llu.%0*llu",
+			    v[i] < 0 ? "-" : "",
+			    (unsigned long long)(mag / pow10), (int)c->digits,
+			    (unsigned long long)(mag % pow10));
+		money_format(v[i], c, got, sizeof(got));
+		CU_ASSERT_STRING_EQUAL(got, want);
+	}
+	/* Cut short as snprintf cuts, at every length. */
+	for (i = 1; i <= strlen(want) + 1; i++) {
+		memset(got, 'x', sizeof(got));
+		money_format(v[n - 1], c, got, i);
+		HARNESS_EQ(strlen(got), i - 1);
+		CU_ASSERT(memcmp(got, want, i - 1) == 0);
+	}
+}
+
+static void
+test_format_as_printf(void)
+{
+	money_each(each_format_as_printf, NULL);
+}
+
 /* Whatever money_format prints, money_parse reads back to the same value. */
 static void
 test_format_round_trip(void)
@@ -338,6 +391,7 @@ static const struct {
 	{ "syntax", test_parse_syntax },
 	{ "format", test_format },
 	{ "format truncates", test_format_truncates },
+	{ "format as printf", test_format_as_printf },
 	{ "format round trip", test_format_round_trip },
 	{ "status sentences", test_strstatus },
 };

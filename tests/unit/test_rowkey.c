@@ -79,6 +79,11 @@ test_get(void)
 	HARNESS_EQ(rowkey_get(idem, "t", id, strlen(id), &val, &len), IDEM_OK);
 	CU_ASSERT(len == 3 && memcmp(val, "new", 3) == 0);
 	free(val);
+	/* The same with the name made by the caller. */
+	HARNESS_EQ(rowkey_get_named(idem, "t", k, id, strlen(id), &val, &len),
+	    IDEM_OK);
+	CU_ASSERT(len == 3 && memcmp(val, "new", 3) == 0);
+	free(val);
 }
 
 /* What the hooks below saw and did. */

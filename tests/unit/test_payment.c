@@ -1,0 +1,114 @@
+/*
+ * test_payment.c: the texts a payment's answer is made of, which must be
+ * exactly what the printf formats they are written without would print.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "crypto.h"
+#include "err.h"
+#include "harness.h"
+#include "payment.h"
+
+/* pay_time as the format "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ" has it. */
+static void
+time_by_printf(uint64_t ms, char out[64])
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(gmtime_r(&t, &tm));
+	snprintf(out, 64, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ",
+	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+	    tm.tm_min, tm.tm_sec, (unsigned)(ms % 1000));
+}
+
+static void
+test_time(void)
+{
+	/* Every field at its narrowest and widest, and 5-digit years. */
+	static const uint64_t when[] = {
+		0, 1, 9, 10, 99, 100, 999, 1000, 59999, 60000, 3599999,
+		86399999, 86400000, 951782400000ULL,	/* 2000-02-29 */
+		1767225599999ULL, 1767225600000ULL,	/* the new year 2026 */
+		1785398400123ULL, 253402300799999ULL,	/* 9999-12-31 */
+		253402300800000ULL, 2534023008000000ULL,
+	};
+	char want[64], got[64];
+	uint64_t ms;
+	size_t i;
+
+	for (i = 0; i < sizeof(when) / sizeof(when[0]); i++) {
+		time_by_printf(when[i], want);
+		pay_time(when[i], got);
+		CU_ASSERT_STRING_EQUAL(got, want);
+	}
+	/* A second's worth of milliseconds, then days across the years. */
+	for (ms = 1767225599000ULL; ms < 1767225601000ULL; ms += 7) {
+		time_by_printf(ms, want);
+		pay_time(ms, got);
+		CU_ASSERT_STRING_EQUAL(got, want);
+	}
+	for (ms = 0; ms < 4102444800000ULL; ms += 86400000ULL * 13 + 3661001) {
+		time_by_printf(ms, want);
+		pay_time(ms, got);
+		CU_ASSERT_STRING_EQUAL(got, want);
+	}
+}
+
+static void
+test_etag(void)
+{
+	static const char *const bodies[] = { "", "{}", "{\"id\":\"pay_1\"}" };
+	uint8_t d[CRYPTO_SHA256_SIZE];
+	char hex[2 * CRYPTO_SHA256_SIZE + 1], want[PAY_ETAG_SIZE];
+	char got[PAY_ETAG_SIZE];
+	size_t i, n;
+
+	for (i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		n = strlen(bodies[i]);
+		crypto_sha256(bodies[i], n, d);
+		crypto_hex(d, sizeof(d), hex);
+		snprintf(want, sizeof(want), "\"%.16s\"", hex);
+		memset(got, 'x', sizeof(got));
+		pay_etag(bodies[i], n, got);
+		CU_ASSERT_STRING_EQUAL(got, want);
+	}
+	/* SHA-256("") begins e3b0c442 98fc1c14. */
+	pay_etag("", 0, got);
+	CU_ASSERT_STRING_EQUAL(got, "\"e3b0c44298fc1c14\"");
+}
+
+static void
+test_id_shape(void)
+{
+	CU_ASSERT(pay_id_valid("pay_0123456789abcdef01234567"));
+	CU_ASSERT(!pay_id_valid("pay_0123456789abcdef0123456"));
+	CU_ASSERT(!pay_id_valid("pay_0123456789abcdef012345678"));
+	CU_ASSERT(!pay_id_valid("pay_0123456789ABCDEF01234567"));
+	CU_ASSERT(!pay_id_valid("pay_0123456789abcdeg01234567"));
+	CU_ASSERT(!pay_id_valid("pay_0123456789abcde/01234567"));
+	CU_ASSERT(!pay_id_valid("pay_0123456789abcde:01234567"));
+	CU_ASSERT(!pay_id_valid("pax_0123456789abcdef01234567"));
+	CU_ASSERT(!pay_id_valid("re_0123456789abcdef012345678"));
+	CU_ASSERT(!pay_id_valid(""));
+	CU_ASSERT(pay_id_shape("re_00ff", "re_", 7));
+	CU_ASSERT(!pay_id_shape("re_00fF", "re_", 7));
+	CU_ASSERT(!pay_id_shape("re_00ff", "pay_", 7));
+}
+
+int
+harness_suites(void)
+{
+	CU_pSuite s;
+
+	if (crypto_init() != IDEM_OK ||
+	    (s = CU_add_suite("payment", NULL, NULL)) == NULL ||
+	    CU_add_test(s, "time as printf", test_time) == NULL ||
+	    CU_add_test(s, "etag as printf", test_etag) == NULL ||
+	    CU_add_test(s, "id shapes", test_id_shape) == NULL)
+		return -1;
+	return 0;
+}
