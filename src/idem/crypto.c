@@ -14,6 +14,7 @@
 
 #include <sodium.h>
 
+#include "buf.h"
 #include "crypto.h"
 #include "err.h"
 #include "sha256.h"
@@ -123,7 +124,7 @@ crypto_random_forget(void)
 static void
 crypto_on_fork_child(void)
 {
-	atomic_fetch_add(&crypto_pool_gen, 1);
+	crypto_random_forget();
 }
 
 static void
@@ -252,15 +253,10 @@ crypto_sha256_finish(struct crypto_sha256_state *st,
 		have = 0;
 	}
 	memset(st->buf + have, 0, SHA256_BLOCK - 8 - have);
-	for (i = 0; i < 8; i++)
-		st->buf[SHA256_BLOCK - 1 - i] = (uint8_t)(bits >> (8 * i));
+	be_put(st->buf + SHA256_BLOCK - 8, 8, bits);
 	blocks(st->h, st->buf, 1);
-	for (i = 0; i < 8; i++) {
-		out[4 * i] = (uint8_t)(st->h[i] >> 24);
-		out[4 * i + 1] = (uint8_t)(st->h[i] >> 16);
-		out[4 * i + 2] = (uint8_t)(st->h[i] >> 8);
-		out[4 * i + 3] = (uint8_t)st->h[i];
-	}
+	for (i = 0; i < 8; i++)
+		be_put(out + 4 * i, 4, st->h[i]);
 	sodium_memzero(st, sizeof(*st));
 }
 

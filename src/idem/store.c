@@ -167,7 +167,8 @@ int
 store_reseal(struct store *s, const char *const *scopes,
     const char *const *keys, size_t n, store_reseal_fn fn, void *ctx)
 {
-	if (s->ops->reseal == NULL)
+	if (s->ops->reseal == NULL || fn == NULL ||
+	    (n > 0 && (scopes == NULL || keys == NULL)))
 		return IDEM_EINVAL;
 	return s->ops->reseal(s, scopes, keys, n, fn, ctx);
 }

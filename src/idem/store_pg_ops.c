@@ -730,8 +730,6 @@ pg_reseal(struct store *base, const char *const *scopes,
 {
 	struct pg_reseal_job a = { scopes, keys, n, fn, ctx };
 
-	if (fn == NULL || (n > 0 && (scopes == NULL || keys == NULL)))
-		return IDEM_EINVAL;
 	return pg_write(pgstore_of(base), pg_reseal_run, &a);
 }
 
