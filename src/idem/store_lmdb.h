@@ -104,7 +104,7 @@ struct store_job {
 	int wrote;
 	int done;           /* set by the leader before it posts wake */
 	int lead;           /* the job's thread leads the next commit */
-	sem_t wake;         /* posted once: done, or lead */
+	sem_t wake;         /* posted for lead, and for done */
 };
 
 /* An application table of an environment. */
