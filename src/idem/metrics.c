@@ -5,12 +5,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "err.h"
 #include "metrics.h"
 
-#define METRICS_MAGIC 0x6964656d6d657433ULL /* "idemmet3" */
+#define METRICS_MAGIC 0x6964656d6d657434ULL /* "idemmet4" */
 #define METRICS_FILE "metrics"
 
 #define METRICS_RESUMES_HELP "Stuck claims the completer ended " \
@@ -89,6 +90,12 @@ static const struct {
 	    "Write transactions committed (each a group of writes).", NULL },
 	[METRIC_STORE_WRITES] = { "idem_store_writes_total",
 	    "Writes carried by those commits.", NULL },
+	[METRIC_STORE_COMMIT_US] = { "idem_store_commit_seconds_total",
+	    "Time the store's commits took: page writes and both syncs.",
+	    NULL },
+	[METRIC_STORE_WAIT_US] = { "idem_store_write_wait_seconds_total",
+	    "Time writes waited, from their queueing to their durable commit.",
+	    NULL },
 	[METRIC_RESUMES_COMPLETED] = { "idem_resumes_total",
 	    METRICS_RESUMES_HELP, "outcome=\"completed\"" },
 	[METRIC_RESUMES_RELEASED] = { "idem_resumes_total",
@@ -98,6 +105,13 @@ static const struct {
 };
 
 static struct metrics_file *metrics_map;
+
+/* Counters of microseconds, rendered in seconds. */
+static int
+metrics_in_us(size_t i)
+{
+	return i == METRIC_STORE_COMMIT_US || i == METRIC_STORE_WAIT_US;
+}
 
 int
 metrics_open(const char *dir)
@@ -152,6 +166,16 @@ metrics_add(enum metric m, uint64_t n)
 	if (metrics_map != NULL && (unsigned)m < METRIC__MAX)
 		__atomic_fetch_add(&metrics_map->counters[m], n,
 		    __ATOMIC_RELAXED);
+}
+
+uint64_t
+metrics_now_us(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 void
@@ -214,7 +238,7 @@ metrics_load(const uint64_t *p)
 int
 metrics_render(struct buf *out)
 {
-	uint64_t cum = 0;
+	uint64_t cum = 0, v;
 	size_t i;
 	int rc = IDEM_OK;
 
@@ -226,15 +250,20 @@ metrics_render(struct buf *out)
 			rc = buf_printf(out, "# HELP %s %s\n# TYPE %s counter\n",
 			    metrics_names[i].name, metrics_names[i].help,
 			    metrics_names[i].name);
-		if (rc == IDEM_OK)
-			rc = buf_printf(out, "%s%s%s%s %llu\n",
-			    metrics_names[i].name,
-			    metrics_names[i].label != NULL ? "{" : "",
-			    metrics_names[i].label != NULL ?
-			    metrics_names[i].label : "",
-			    metrics_names[i].label != NULL ? "}" : "",
-			    (unsigned long long)metrics_load(
-			    &metrics_map->counters[i]));
+		if (rc != IDEM_OK)
+			break;
+		v = metrics_load(&metrics_map->counters[i]);
+		rc = buf_printf(out, "%s%s%s%s ", metrics_names[i].name,
+		    metrics_names[i].label != NULL ? "{" : "",
+		    metrics_names[i].label != NULL ?
+		    metrics_names[i].label : "",
+		    metrics_names[i].label != NULL ? "}" : "");
+		if (rc == IDEM_OK && metrics_in_us(i))
+			rc = buf_printf(out, "%llu.%06llu\n",
+			    (unsigned long long)(v / 1000000),
+			    (unsigned long long)(v % 1000000));
+		else if (rc == IDEM_OK)
+			rc = buf_printf(out, "%llu\n", (unsigned long long)v);
 	}
 	if (rc == IDEM_OK)
 		rc = buf_puts(out, "# HELP idem_request_duration_seconds "

@@ -37,6 +37,13 @@ enum metric {
 	METRIC_STORE_COMMITS, /* write transactions committed */
 	METRIC_STORE_WRITES,  /* writes those commits carried */
 	/*
+	 * Microseconds, rendered as seconds: LMDB's commits (page writes
+	 * and both syncs), and writers' waits from queueing their job to
+	 * its durable commit (leaders included).
+	 */
+	METRIC_STORE_COMMIT_US,
+	METRIC_STORE_WAIT_US,
+	/*
 	 * Stuck claims the completer (idemctl resume, another process)
 	 * ended, by outcome: one family, idem_resumes_total{outcome=...}.
 	 */
@@ -54,6 +61,8 @@ int metrics_open(const char *dir);
 void metrics_close(void);
 
 void metrics_add(enum metric m, uint64_t n);
+/* Microseconds on the monotonic clock, for durations. */
+uint64_t metrics_now_us(void);
 void metrics_inc(enum metric m);
 /* Records one request's duration. */
 void metrics_observe_ms(uint64_t ms);

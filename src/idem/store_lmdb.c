@@ -427,6 +427,17 @@ lstore_txn_commit(MDB_txn *txn)
 	return lstore_err(mdb_txn_commit(txn));
 }
 
+/* A batch's commit, its time counted: the durable I/O writers wait for. */
+static int
+lstore_commit_timed(MDB_txn *txn)
+{
+	uint64_t t0 = metrics_now_us();
+	int rc = lstore_txn_commit(txn);
+
+	metrics_add(METRIC_STORE_COMMIT_US, metrics_now_us() - t0);
+	return rc;
+}
+
 /*
  * Whether a job that failed with rc left the transaction as it found it.
  * These errors come before a job writes anything (a claim taken over, a
@@ -468,7 +479,7 @@ lstore_batch_alone(struct lstore *any, struct store_job *batch)
 			continue;
 		}
 		fault_point("batch_commit");
-		if ((rc = lstore_txn_commit(txn)) != IDEM_OK) {
+		if ((rc = lstore_commit_timed(txn)) != IDEM_OK) {
 			j->rc = rc;
 			j->wrote = 0;
 			continue;
@@ -511,7 +522,7 @@ lstore_batch_run(struct lstore *any, MDB_txn *txn, struct store_job *batch)
 		return;
 	}
 	fault_point("batch_commit");
-	if ((rc = lstore_txn_commit(txn)) != IDEM_OK) {
+	if ((rc = lstore_commit_timed(txn)) != IDEM_OK) {
 		for (j = batch; j != NULL; j = j->next)
 			if (j->wrote > 0)
 				j->rc = rc;
@@ -611,10 +622,12 @@ lstore_write(struct lstore *s, store_job_fn fn, void *arg)
 {
 	struct store_env *e = s->e;
 	struct store_job job;
+	uint64_t t0;
 	int lead;
 
 	if (s->read_only)
 		return IDEM_EROFS;
+	t0 = metrics_now_us();
 	memset(&job, 0, sizeof(job));
 	job.s = s;
 	job.fn = fn;
@@ -639,6 +652,7 @@ lstore_write(struct lstore *s, store_job_fn fn, void *arg)
 		lead = job.lead;
 	}
 	sem_destroy(&job.wake);
+	metrics_add(METRIC_STORE_WAIT_US, metrics_now_us() - t0);
 	return job.rc;
 }
 

@@ -520,17 +520,6 @@ app_log_json(const struct app_log_info *li, const struct request *req,
 	buf_free(&out);
 }
 
-/* Microseconds on the monotonic clock: a request's latency. */
-static uint64_t
-app_now_us(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 /*
  * The request's line, with the web server's request id (X-Request-Id)
  * when it sent one, so that its access log and ours can be joined;
@@ -542,7 +531,7 @@ app_log(const struct app *a, const struct pay_note *note,
     uint64_t start_us)
 {
 	struct app_log_info li = { note, req->request_id, clock_now_ms(),
-	    app_now_us() - start_us };
+	    metrics_now_us() - start_us };
 	char made[2 * 16 + 1];
 	uint8_t rnd[16];
 
@@ -576,7 +565,7 @@ app_handle(void *app, enum req_status st, const struct request *req,
 {
 	struct app *a = app;
 	struct pay_note note;
-	uint64_t start = clock_now_ms(), start_us = app_now_us(), ms;
+	uint64_t start = clock_now_ms(), start_us = metrics_now_us(), ms;
 
 	memset(&note, 0, sizeof(note));
 	if (st == REQ_BAD_METHOD || st == REQ_NOMEM || req->path == NULL)

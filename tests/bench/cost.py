@@ -11,6 +11,8 @@ same instance run.py starts), wrk for the load, and one of three meters:
              and writes per commit (its /metrics counters)
   strace     `strace -f -c` on the worker for the whole run: calls per request
              of each system call
+  perf       `perf record -g` of the worker during the load (kernel stacks
+             included where perf_event_paranoid allows)
   callgrind  the worker under `valgrind --tool=callgrind`, counters zeroed
              after start-up and dumped after the load: instructions per
              request (callgrind_annotate on the file printed)
@@ -119,7 +121,8 @@ def load(inst, case, seconds, conns, loc):
 
 
 STORE_COUNTERS = ("idem_store_syncs_total", "idem_store_commits_total",
-                  "idem_store_writes_total")
+                  "idem_store_writes_total", "idem_store_commit_seconds_total",
+                  "idem_store_write_wait_seconds_total")
 
 
 def store_line(before, after, n):
@@ -128,8 +131,11 @@ def store_line(before, after, n):
         return ""
     d = [after.get(k, 0) - before.get(k, 0) for k in STORE_COUNTERS]
     per_commit = f"{d[2] / d[1]:.1f}" if d[1] else "-"
+    times = (f"; a commit {d[3] * 1e6 / d[1]:.0f} µs, a write's wait "
+             f"{d[4] * 1e6 / d[2]:.0f} µs" if d[1] and d[2] else "")
     return (f"; store per request: syncs {d[0] / n:.3f}, commits "
-            f"{d[1] / n:.3f}, writes {d[2] / n:.3f} ({per_commit} a commit)")
+            f"{d[1] / n:.3f}, writes {d[2] / n:.3f} ({per_commit} a commit)"
+            + times)
 
 
 def meter_count(inst, pid, case, a, loc):
@@ -166,6 +172,46 @@ def meter_strace(inst, pid, case, a, loc):
                 errs = int(p[4]) if len(p) == 6 else 0
                 print(f"  {name:16} {int(p[3]) / n:7.3f}" +
                       (f"  ({errs / n:.3f} failed)" if errs else ""))
+
+
+def meter_perf(inst, pid, case, a, loc):
+    """perf record -g of the worker (user and kernel) during the load."""
+    out = os.path.join(a.out_dir, f"perf-{case}.data")
+    pr = subprocess.Popen(["perf", "record", "-g", "-q", "-o", out,
+                           "-p", str(pid)], stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    r = load(inst, case, a.seconds, a.conns, loc)
+    pr.send_signal(signal.SIGINT)
+    pr.wait()
+    print(f"{case}: {r['requests']} requests under perf, {r['rps']:,.0f}/s; "
+          f"perf report -i {out} --no-children")
+
+
+def meter_sync(inst, pid, case, a, loc):
+    """strace -T of the worker's writes and syncs only (seccomp filtered)."""
+    out = os.path.join(a.out_dir, f"sync-{case}.txt")
+    st = subprocess.Popen(["strace", "-f", "--seccomp-bpf", "-T", "-tt", "-o", out,
+                           "-e", "trace=pwrite64,pwritev,fdatasync,fsync,write",
+                           "-p", str(pid)], stderr=subprocess.DEVNULL)
+    time.sleep(1)
+    r = load(inst, case, a.seconds, a.conns, loc)
+    time.sleep(0.5)
+    st.terminate()
+    st.wait()
+    print(f"{case}: {r['requests']} requests under strace, {r['rps']:,.0f}/s; {out}")
+
+
+def meter_trace(inst, pid, case, a, loc):
+    """perf trace -s of the worker: system calls' counts and times."""
+    out = os.path.join(a.out_dir, f"trace-{case}.txt")
+    pr = subprocess.Popen(["perf", "trace", "-s", "-o", out, "-p", str(pid)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    r = load(inst, case, a.seconds, a.conns, loc)
+    pr.send_signal(signal.SIGINT)
+    pr.wait()
+    print(f"{case}: {r['requests']} requests under perf trace, "
+          f"{r['rps']:,.0f}/s; {out}")
 
 
 def start(case):
@@ -220,7 +266,8 @@ def callgrind_case(case, a):
 
 
 METERS = {"count": meter_count, "strace": meter_strace,
-          "callgrind": meter_callgrind}
+          "callgrind": meter_callgrind, "perf": meter_perf,
+          "trace": meter_trace, "sync": meter_sync}
 
 
 def main():
@@ -231,6 +278,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--conns", type=int, default=32)
     ap.add_argument("--threads", default="256", help="IDEM_THREADS")
+    ap.add_argument("--cpus", help="pin the worker's threads (taskset list)")
     ap.add_argument("--out-dir", default="/tmp")
     ap.add_argument("--env", action="append", default=[],
                     metavar="IDEM_NAME=VALUE",
@@ -265,6 +313,9 @@ def main():
         pids = inst.workers()
         if len(pids) != 1:
             sys.exit(f"cost: {len(pids)} workers for {case}")
+        if a.cpus:
+            subprocess.run(["taskset", "-a", "-cp", a.cpus, str(pids[0])],
+                           check=True, stdout=subprocess.DEVNULL)
         # Warm up: threads started, pages touched.
         load(inst, case, 1, a.conns, loc)
         METERS[a.meter](inst, pids[0], case, a, loc)

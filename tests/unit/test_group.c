@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "crypto.h"
 #include "err.h"
 #include "harness.h"
@@ -181,6 +182,48 @@ test_threads_exactly_once(void)
 	HARNESS_EQ(n, NDUP + NOWN * NTHREADS);
 }
 
+/* A counter's value in the exposition, in its unit (seconds or a count). */
+static double
+sample(const char *text, const char *name)
+{
+	char pat[128];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\n%s ", name);
+	if ((p = strstr(text, pat)) == NULL)
+		return -1;
+	return atof(p + strlen(pat));
+}
+
+/*
+ * What the store's counters tell an operator of these writes: every
+ * write a commit carried, and where its time went.  Each commit is waited
+ * for by every write it carried, so the writers' waits add up to at least
+ * the commits' time, which is more than nothing.
+ */
+static void
+test_time_counted(void)
+{
+	struct buf b = BUF_INIT;
+	double commits, writes, commit_s, wait_s;
+
+	test_threads_exactly_once();
+	HARNESS_EQ(metrics_render(&b), IDEM_OK);
+	commits = sample(b.data, "idem_store_commits_total");
+	writes = sample(b.data, "idem_store_writes_total");
+	commit_s = sample(b.data, "idem_store_commit_seconds_total");
+	wait_s = sample(b.data, "idem_store_write_wait_seconds_total");
+	/*
+	 * Each key's one claim and its completion wrote; the claims that met
+	 * a claimed key only read.
+	 */
+	HARNESS_EQ((long)writes, 2L * (NDUP + NTHREADS * NOWN));
+	CU_ASSERT(commits >= 1 && commits <= writes);
+	CU_ASSERT(commit_s > 0);
+	CU_ASSERT(wait_s >= commit_s);
+	buf_free(&b);
+}
+
 #ifdef IDEM_FAULT_POINTS
 struct mixed {
 	pthread_t tid;
@@ -306,7 +349,9 @@ harness_suites(void)
 	    NULL, up, down);
 	if (s == NULL ||
 	    CU_add_test(s, "threads: exactly once", test_threads_exactly_once) ==
-	    NULL)
+	    NULL ||
+	    CU_add_test(s, "commit and wait times counted",
+	    test_time_counted) == NULL)
 		return -1;
 #ifdef IDEM_FAULT_POINTS
 	if (CU_add_test(s, "a failing write rolls back alone",

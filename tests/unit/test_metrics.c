@@ -59,6 +59,24 @@ test_counts_and_format(void)
 	buf_free(&b);
 }
 
+/* Counters of microseconds read as seconds, to the microsecond. */
+static void
+test_seconds(void)
+{
+	struct buf b = BUF_INIT;
+
+	metrics_add(METRIC_STORE_COMMIT_US, 1234567);
+	metrics_add(METRIC_STORE_WAIT_US, 42);
+	HARNESS_EQ(metrics_render(&b), IDEM_OK);
+	CU_ASSERT_PTR_NOT_NULL(strstr(b.data,
+	    "\nidem_store_commit_seconds_total 1.234567\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(b.data,
+	    "\nidem_store_write_wait_seconds_total 0.000042\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(b.data,
+	    "# TYPE idem_store_commit_seconds_total counter\n"));
+	buf_free(&b);
+}
+
 static void
 test_histogram_cumulative(void)
 {
@@ -154,6 +172,7 @@ harness_suites(void)
 		{ "processes share counts", test_processes_share_counts },
 		{ "survives reopen", test_survives_reopen },
 		{ "off until open", test_off_until_open },
+		{ "microseconds read as seconds", test_seconds },
 	};
 	size_t i;
 
