@@ -14,7 +14,8 @@
  *     IDEM_FAULT=store_claim:fail          fault_point returns 1 there: the
  *                                          store write fails (IDEM_EFULL);
  *                                          also store_checkpoint,
- *                                          store_complete
+ *                                          store_complete, and store_wait
+ *                                          (every write of the batch)
  *     IDEM_FAULT=store_wait:jump=86400000  the clock moves a day ahead
  *                                          each time a group commit's
  *                                          leader holds the write lock

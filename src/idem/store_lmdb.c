@@ -573,8 +573,15 @@ lstore_lead(struct lstore *s)
 	int rc;
 
 	rc = lstore_txn_begin(s, 1, &txn);
-	/* Here a leader may have waited long for LMDB's write lock. */
-	fault_point("store_wait");
+	/*
+	 * Here a leader may have waited long for LMDB's write lock.  A
+	 * failure here (a fault point's) fails the whole batch before any
+	 * of its jobs runs, as a begin that fails does.
+	 */
+	if (rc == IDEM_OK && fault_point("store_wait")) {
+		mdb_txn_abort(txn);
+		rc = IDEM_EFULL;
+	}
 	lstore_gather(e);
 	pthread_mutex_lock(&e->mu);
 	for (e->last_batch = 0, j = e->queue; j != NULL; j = j->next)

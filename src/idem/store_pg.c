@@ -308,8 +308,15 @@ pg_write(struct pgstore *s, pg_tx_fn fn, void *arg)
 		pc->retry = 0;
 		if ((rc = pg_run(pc, "BEGIN", NULL)) != IDEM_OK)
 			break;
-		/* As the LMDB backend's writer does when it gets the lock. */
-		fault_point("store_wait");
+		/*
+		 * As the LMDB backend's writer does when it gets the lock:
+		 * a failure there fails the write before it runs.
+		 */
+		if (fault_point("store_wait")) {
+			(void)pg_run(pc, "ROLLBACK", NULL);
+			rc = IDEM_EFULL;
+			break;
+		}
 		commit = 0;
 		rc = fn(s, pc, arg, &commit);
 		if (rc != IDEM_OK && pc->retry)

@@ -7,9 +7,14 @@
  * with many threads claiming at once; a table's rows), and the
  * migration that starts those counts from what is stored.
  *
+ * With fault points, a write whose transaction fails as it begins
+ * leaves nothing.
+ *
  * The test reads the database itself through libpq to set up many rows
  * at once and to compare the kept counts with count(*).
  */
+#include "config.h"
+
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -469,6 +474,28 @@ test_migrate_counts(void)
 	store_close(s);
 }
 
+#ifdef IDEM_FAULT_POINTS
+/*
+ * A write whose transaction fails as it begins (the fault point
+ * store_wait:fail, after BEGIN) fails and leaves nothing; the next one
+ * commits.
+ */
+static void
+test_failed_begin(void)
+{
+	struct store *s = open_store(0, 1);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	setenv("IDEM_FAULT", "store_wait:fail", 1);
+	HARNESS_EQ(claim(s, "acct", "k", 1, T0), -IDEM_EFULL);
+	unsetenv("IDEM_FAULT");
+	HARNESS_EQ(sql("SELECT count(*) FROM idem_keys"), 0);
+	HARNESS_EQ(claim(s, "acct", "k", 1, T0), ENGINE_CLAIM);
+	HARNESS_EQ(sql("SELECT count(*) FROM idem_keys"), 1);
+	store_close(s);
+}
+#endif
+
 int
 harness_suites(void)
 {
@@ -483,6 +510,10 @@ harness_suites(void)
 		    test_quota_concurrent },
 		{ "table counts under concurrency", test_counts },
 		{ "migration starts the counts", test_migrate_counts },
+#ifdef IDEM_FAULT_POINTS
+		{ "a write that cannot begin leaves nothing",
+		    test_failed_begin },
+#endif
 	};
 	CU_pSuite s;
 	size_t i;
