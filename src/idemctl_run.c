@@ -240,7 +240,7 @@ int
 ctl_resume(int argc, char *argv[])
 {
 	struct pay_resume_opts o = { 100, 0, 0, &ctl_stop, NULL, NULL,
-	    ctl_resume_ended, NULL };
+	    ctl_resume_ended, NULL, NULL, NULL };
 	struct pay_resume_counts c;
 	struct pay_env env;
 	int rc, progress = ctl_progress_on();

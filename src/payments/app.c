@@ -253,7 +253,7 @@ app_authorize(const struct app *a, const char *principal, int metrics,
  * What the handlers use: the store and the provider, opened now if they
  * are not open yet (a store that was unavailable may have come back).
  */
-static void
+void
 app_env(struct app *a, struct pay_env *env)
 {
 	memset(env, 0, sizeof(*env));

@@ -40,4 +40,12 @@ int app_open_with(const struct config *cfg, const struct app_inject *inj,
 void app_handle(void *app, enum req_status status, const struct request *req,
     struct response *resp);
 
+/*
+ * The store and the provider the handlers use, opened now if they are not
+ * open yet (env->open_rc says whether they are): what a completer running
+ * beside the handlers (tests/sim) passes to pay_resume_run.
+ */
+struct pay_env;
+void app_env(struct app *a, struct pay_env *env);
+
 #endif

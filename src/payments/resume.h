@@ -86,6 +86,12 @@ struct pay_resume_opts {
 	void (*ended)(void *ctx, const char *scope, const char *key,
 	    uint32_t attempts, const char *outcome);
 	void *ended_ctx;
+	/*
+	 * Called before each claim is taken over (may be NULL): whoever
+	 * watches the run learns which claim the calls that follow are for.
+	 */
+	void (*taking)(void *ctx, const char *scope, const char *key);
+	void *taking_ctx;
 };
 
 /*

@@ -352,6 +352,26 @@ truth_named(const char *table, const char *id, struct buf *out)
 	return truth_row(table, k, sizeof(k), out);
 }
 
+void
+check_claim_path(const char *scope, const char *key, char *path, size_t len)
+{
+	struct refund_hold h;
+	struct refund_cp cp;
+	struct buf row = BUF_INIT;
+	struct rec r;
+
+	snprintf(path, len, "/payments");
+	if (truth_lookup(scope, key, &r) != IDEM_OK)
+		return;
+	if (r.state == REC_IN_PROGRESS && r.stage == REFUND_STAGE_HELD &&
+	    refund_cp_decode(r.cp, r.cplen, &cp) == IDEM_OK &&
+	    truth_named(REFUND_TABLE_HOLDS, cp.id, &row) == IDEM_OK &&
+	    refund_hold_decode(row.data, row.len, &h) == IDEM_OK)
+		snprintf(path, len, "/payments/%s/refunds", h.payment);
+	buf_free(&row);
+	rec_free(&r);
+}
+
 static int
 json_field(const char *body, const char *name, char *out, size_t outlen)
 {

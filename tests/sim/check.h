@@ -46,6 +46,14 @@ void check_on_refund(const struct sim_req *rq, const char *refund_id,
 void check_on_complete(const char *scope, const char *key,
     struct sim_req *rq);
 
+/*
+ * The path of the request whose claim of (scope, key) the store holds,
+ * from the store: /payments/{id}/refunds for a refund's (its hold names
+ * the payment), else /payments.  For a claim the completer takes over.
+ */
+void check_claim_path(const char *scope, const char *key, char *path,
+    size_t len);
+
 /* A record the store purged. */
 void check_on_purge(const char *scope, const char *key, const struct rec *r);
 

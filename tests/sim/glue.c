@@ -26,6 +26,7 @@
 #include "handlers.h"
 #include "lmdbwrap.h"
 #include "problem.h"
+#include "resume.h"
 #include "seal.h"
 #include "sim.h"
 #include "simprov.h"
@@ -185,6 +186,35 @@ int
 glue_purge(uint64_t now_ms, size_t max, size_t *purged)
 {
 	return store_purge(purger, now_ms, max, purged);
+}
+
+int
+glue_resume(void *app, size_t batch, size_t limit, int all,
+    void (*taking)(void *ctx, const char *scope, const char *key),
+    void *ctx, struct glue_resumed *out)
+{
+	struct pay_resume_opts o;
+	struct pay_resume_counts c;
+	struct pay_env env;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	app_env(app, &env);
+	if (env.open_rc != IDEM_OK)
+		return -1;
+	memset(&o, 0, sizeof(o));
+	o.batch = batch;
+	o.limit = limit;
+	o.all = all;
+	o.taking = taking;
+	o.taking_ctx = ctx;
+	rc = pay_resume_run(&env, &o, &c);
+	out->seen = c.seen;
+	out->completed = c.completed;
+	out->released = c.released;
+	out->left = c.left;
+	out->busy = c.busy;
+	return rc == IDEM_OK ? 0 : -1;
 }
 
 int

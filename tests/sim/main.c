@@ -59,6 +59,8 @@ planted(void)
 	return "random-provider-key";
 #elif defined(IDEM_PLANT_REFUND_UNCHECKED)
 	return "refund-unchecked";
+#elif defined(IDEM_PLANT_RESUME_RELEASES)
+	return "resume-releases";
 #else
 	return NULL;
 #endif

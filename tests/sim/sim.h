@@ -34,8 +34,12 @@ enum co_state {
 enum co_kind {
 	CO_CLIENT,
 	CO_REQUEST,
-	CO_PURGER
+	CO_PURGER,
+	CO_COMPLETER
 };
+
+/* The completer's process: the worker slot after every request worker's. */
+#define SIM_COMPLETER (SIM_MAX_WORKERS - 1)
 
 struct sim_req;
 struct sim_client;
@@ -44,7 +48,8 @@ struct co {
 	int id;
 	enum co_kind kind;
 	enum co_state state;
-	int worker;               /* CO_REQUEST, CO_PURGER; -1 for clients */
+	int worker;               /* CO_REQUEST, CO_PURGER, CO_COMPLETER;
+	                             -1 for clients */
 	int incarnation;          /* of its worker when it started */
 	uint64_t wake_ms;
 	int woken;                /* CO_WAITING: woken before the timeout */
@@ -54,7 +59,8 @@ struct co {
 	void (*fn)(void *);
 	void *arg;
 	const char *where;        /* the yield point it is parked at */
-	struct sim_req *req;      /* CO_REQUEST */
+	struct sim_req *req;      /* CO_REQUEST; CO_COMPLETER: the claim it
+	                             is taking over, or NULL */
 	struct sim_client *cl;    /* CO_CLIENT */
 };
 
@@ -74,6 +80,7 @@ struct profile {
 	uint32_t race_ppm;         /* other refunds race a client's own */
 	uint64_t keys_per_account;  /* LMDB only: the per-scope bound */
 	int purge;
+	int completer;             /* idemctl resume runs beside the workers */
 };
 
 struct worker {

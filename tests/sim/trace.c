@@ -43,6 +43,11 @@ trace(const char *fmt, ...)
 		if (W.cur->kind == CO_REQUEST && W.cur->req != NULL)
 			snprintf(whobuf, sizeof(whobuf), "r%d@w%d",
 			    W.cur->req->id, W.cur->worker);
+		else if (W.cur->kind == CO_COMPLETER && W.cur->req != NULL)
+			snprintf(whobuf, sizeof(whobuf), "resume r%d",
+			    W.cur->req->id);
+		else if (W.cur->kind == CO_COMPLETER)
+			snprintf(whobuf, sizeof(whobuf), "completer");
 		else if (W.cur->kind == CO_CLIENT)
 			snprintf(whobuf, sizeof(whobuf), "client %d",
 			    sim_client_index(W.cur->cl));

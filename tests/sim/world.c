@@ -203,7 +203,8 @@ sim_below(uint64_t n)
 struct sim_req *
 sim_current_req(void)
 {
-	return W.cur != NULL && W.cur->kind == CO_REQUEST ? W.cur->req : NULL;
+	return W.cur != NULL && (W.cur->kind == CO_REQUEST ||
+	    W.cur->kind == CO_COMPLETER) ? W.cur->req : NULL;
 }
 
 /*
@@ -402,6 +403,8 @@ resume(struct co *c)
 		co_stack_free(c);
 }
 
+static void completer_start(void);
+
 static int
 runnable(const struct co *c)
 {
@@ -421,6 +424,10 @@ schedule(void)
 			if (!W.workers[w].alive &&
 			    W.workers[w].restart_ms <= W.now)
 				worker_start(w);
+		if (W.pf.completer && W.clients_left > 0 &&
+		    !W.workers[SIM_COMPLETER].alive &&
+		    W.workers[SIM_COMPLETER].restart_ms <= W.now)
+			completer_start();
 		n = live = 0;
 		next = UINT64_MAX;
 		for (i = 0; i < SIM_MAX_COS; i++) {
@@ -442,7 +449,10 @@ schedule(void)
 		}
 		W.steps++;
 		if (sim_chance(W.pf.crash_ppm)) {
-			w = (int)sim_below((uint64_t)W.pf.workers);
+			w = (int)sim_below((uint64_t)W.pf.workers +
+			    (W.pf.completer ? 1 : 0));
+			if (w == W.pf.workers)
+				w = SIM_COMPLETER;
 			if (W.workers[w].alive)
 				worker_crash(w, "between steps");
 		} else if (sim_chance(W.pf.jump_ppm))
@@ -504,6 +514,7 @@ profile_draw(struct profile *p)
 	p->purge = (int)sim_below(2);
 	p->refund_ppm = PICK(0, 300000, 700000, 1000000);
 	p->race_ppm = PICK(0, 200000, 500000);
+	p->completer = (int)sim_below(2);
 }
 
 static void
@@ -519,6 +530,63 @@ purger_main(void *arg)
 		    purged > 0)
 			trace("purged %zu", purged);
 	}
+}
+
+/*
+ * The claim the completer takes over next, as a request nobody waits
+ * for: the provider's charges and the store's completions that follow are
+ * the checker's to see for that (scope, key), as a retry's would be.
+ */
+static void
+completer_taking(void *ctx, const char *scope, const char *key)
+{
+	struct co *c = ctx;
+	struct sim_req *rq = sim_req_new();
+
+	c->req = rq;
+	if (rq == NULL)
+		return;
+	snprintf(rq->scope, sizeof(rq->scope), "%s", scope);
+	snprintf(rq->key, sizeof(rq->key), "%s", key);
+	snprintf(rq->method, sizeof(rq->method), "POST");
+	check_claim_path(scope, key, rq->path, sizeof(rq->path));
+	rq->worker = SIM_COMPLETER;
+	trace("completer takes %s key %s over (r%d)", scope, key, rq->id);
+}
+
+/*
+ * idemctl resume from its timer: now and then, in batches of random size,
+ * sometimes with a limit, sometimes walking every key (--all).  Its
+ * process dies like a worker (at its fault points, or between steps) and
+ * its timer starts it again.
+ */
+static void
+completer_main(void *arg)
+{
+	struct glue_resumed n;
+	struct co *self = W.cur;
+
+	(void)arg;
+	while (W.clients_left > 0) {
+		sim_sleep(1000 + sim_below(sim_below(2) ? W.lease_ms :
+		    4 * W.lease_ms), "completer idle");
+		if (glue_resume(W.workers[SIM_COMPLETER].app,
+		    1 + sim_below(8), sim_below(2) ? 0 : 1 + sim_below(4),
+		    sim_below(4) == 0, completer_taking, self, &n) != 0)
+			trace("completer: the store failed");
+		else if (n.seen > 0)
+			trace("completer: seen %zu, completed %zu, released "
+			    "%zu, left %zu, busy %zu", n.seen, n.completed,
+			    n.released, n.left, n.busy);
+		self->req = NULL;
+	}
+}
+
+static void
+completer_start(void)
+{
+	worker_start(SIM_COMPLETER);
+	co_spawn(CO_COMPLETER, SIM_COMPLETER, completer_main, NULL);
 }
 
 static void
@@ -571,20 +639,23 @@ sim_run(uint64_t seed, enum sim_backend backend, int verbose,
 	    "%d clients x %d ops; crash %u ppm, crash at %s %u ppm, lost %u, jump %u, store "
 	    "fail %u, outage %u, decline %u, provider lost %u, slow %u, dup "
 	    "%u, give up %u, late %u, reuse %u, probe %u, refund %u, race %u, "
-	    "purge %d, keys per account %" PRIu64, seed, backend_name(),
+	    "purge %d, completer %d, keys per account %" PRIu64, seed,
+	    backend_name(),
 	    W.pf.workers, W.pf.accounts, W.pf.clients, W.pf.ops,
 	    W.pf.crash_ppm, W.pf.fault_target, W.pf.fault_crash_ppm,
 	    W.pf.lost_ppm, W.pf.jump_ppm, W.pf.store_fail_ppm,
 	    W.pf.outage_ppm, W.pf.decline_ppm, W.pf.prov_lost_ppm,
 	    W.pf.prov_slow_ppm, W.pf.dup_ppm, W.pf.giveup_ppm, W.pf.late_ppm,
 	    W.pf.reuse_ppm, W.pf.probe_ppm, W.pf.refund_ppm, W.pf.race_ppm,
-	    W.pf.purge, W.pf.keys_per_account);
+	    W.pf.purge, W.pf.completer, W.pf.keys_per_account);
 	glue_world_begin();
 	for (w = 0; w < W.pf.workers; w++)
 		worker_start(w);
 	client_start_all();
 	if (W.pf.purge)
 		co_spawn(CO_PURGER, -1, purger_main, NULL);
+	if (W.pf.completer)
+		completer_start();
 	schedule();
 	if (!W.failed)
 		check_step();
