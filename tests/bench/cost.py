@@ -153,15 +153,23 @@ def meter_count(inst, pid, case, a, loc):
           f"sys µs {(t1[1] - t0[1]) * 1e6 / hz / n:.1f}" + store_line(m0, m1, n))
 
 
-def meter_strace(inst, pid, case, a, loc):
-    out = os.path.join(a.out_dir, f"strace-{case}.txt")
-    st = subprocess.Popen(["strace", "-f", "-c", "-o", out, "-p", str(pid)],
+def load_under(argv, inst, case, a, loc, stop=signal.SIGTERM):
+    """The load, with argv (a tracer of the worker) running around it:
+    started a second before, stopped with stop half a second after."""
+    tr = subprocess.Popen(argv, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL)
     time.sleep(1)
     r = load(inst, case, a.seconds, a.conns, loc)
     time.sleep(0.5)
-    st.terminate()
-    st.wait()
+    tr.send_signal(stop)
+    tr.wait()
+    return r
+
+
+def meter_strace(inst, pid, case, a, loc):
+    out = os.path.join(a.out_dir, f"strace-{case}.txt")
+    r = load_under(["strace", "-f", "-c", "-o", out, "-p", str(pid)],
+                   inst, case, a, loc)
     n = r["requests"]
     print(f"{case}: {n} requests under strace, {r['rps']:,.0f}/s; calls per request:")
     with open(out) as f:
@@ -177,12 +185,8 @@ def meter_strace(inst, pid, case, a, loc):
 def meter_perf(inst, pid, case, a, loc):
     """perf record -g of the worker (user and kernel) during the load."""
     out = os.path.join(a.out_dir, f"perf-{case}.data")
-    pr = subprocess.Popen(["perf", "record", "-g", "-q", "-o", out,
-                           "-p", str(pid)], stderr=subprocess.DEVNULL)
-    time.sleep(0.5)
-    r = load(inst, case, a.seconds, a.conns, loc)
-    pr.send_signal(signal.SIGINT)
-    pr.wait()
+    r = load_under(["perf", "record", "-g", "-q", "-o", out, "-p", str(pid)],
+                   inst, case, a, loc, signal.SIGINT)
     print(f"{case}: {r['requests']} requests under perf, {r['rps']:,.0f}/s; "
           f"perf report -i {out} --no-children")
 
@@ -190,26 +194,17 @@ def meter_perf(inst, pid, case, a, loc):
 def meter_sync(inst, pid, case, a, loc):
     """strace -T of the worker's writes and syncs only (seccomp filtered)."""
     out = os.path.join(a.out_dir, f"sync-{case}.txt")
-    st = subprocess.Popen(["strace", "-f", "--seccomp-bpf", "-T", "-tt", "-o", out,
-                           "-e", "trace=pwrite64,pwritev,fdatasync,fsync,write",
-                           "-p", str(pid)], stderr=subprocess.DEVNULL)
-    time.sleep(1)
-    r = load(inst, case, a.seconds, a.conns, loc)
-    time.sleep(0.5)
-    st.terminate()
-    st.wait()
+    r = load_under(["strace", "-f", "--seccomp-bpf", "-T", "-tt", "-o", out,
+                    "-e", "trace=pwrite64,pwritev,fdatasync,fsync,write",
+                    "-p", str(pid)], inst, case, a, loc)
     print(f"{case}: {r['requests']} requests under strace, {r['rps']:,.0f}/s; {out}")
 
 
 def meter_trace(inst, pid, case, a, loc):
     """perf trace -s of the worker: system calls' counts and times."""
     out = os.path.join(a.out_dir, f"trace-{case}.txt")
-    pr = subprocess.Popen(["perf", "trace", "-s", "-o", out, "-p", str(pid)],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.5)
-    r = load(inst, case, a.seconds, a.conns, loc)
-    pr.send_signal(signal.SIGINT)
-    pr.wait()
+    r = load_under(["perf", "trace", "-s", "-o", out, "-p", str(pid)],
+                   inst, case, a, loc, signal.SIGINT)
     print(f"{case}: {r['requests']} requests under perf trace, "
           f"{r['rps']:,.0f}/s; {out}")
 

@@ -17,6 +17,18 @@ harness_pg(void)
 	return pg != NULL && *pg != '\0';
 }
 
+double
+harness_sample(const char *text, const char *name)
+{
+	char pat[128];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\n%s ", name);
+	if ((p = strstr(text, pat)) == NULL)
+		return -1;
+	return atof(p + strlen(pat));
+}
+
 const char *
 harness_store(const char *dir, int fresh)
 {

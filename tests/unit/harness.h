@@ -30,6 +30,12 @@ const char *harness_store(const char *dir, int fresh);
 /* Whether the tests run on PostgreSQL (IDEM_TEST_PG). */
 int harness_pg(void);
 
+/*
+ * The value of the sample line "name value" in a Prometheus text
+ * exposition (a count, or seconds), or -1 when there is none.
+ */
+double harness_sample(const char *text, const char *name);
+
 /* Asserts two integers equal, printing both when they are not. */
 #define HARNESS_EQ(a, b) do {						\
 	long long harness_a_ = (long long)(a), harness_b_ = (long long)(b); \

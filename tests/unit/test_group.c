@@ -182,19 +182,6 @@ test_threads_exactly_once(void)
 	HARNESS_EQ(n, NDUP + NOWN * NTHREADS);
 }
 
-/* A counter's value in the exposition, in its unit (seconds or a count). */
-static double
-sample(const char *text, const char *name)
-{
-	char pat[128];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), "\n%s ", name);
-	if ((p = strstr(text, pat)) == NULL)
-		return -1;
-	return atof(p + strlen(pat));
-}
-
 /*
  * What LMDB's counters tell an operator of these writes: every
  * write a commit carried, and where its time went.  Each commit is waited
@@ -209,10 +196,10 @@ test_time_counted(void)
 
 	test_threads_exactly_once();
 	HARNESS_EQ(metrics_render(&b), IDEM_OK);
-	commits = sample(b.data, "idem_store_commits_total");
-	writes = sample(b.data, "idem_store_writes_total");
-	commit_s = sample(b.data, "idem_store_commit_seconds_total");
-	wait_s = sample(b.data, "idem_store_write_wait_seconds_total");
+	commits = harness_sample(b.data, "idem_store_commits_total");
+	writes = harness_sample(b.data, "idem_store_writes_total");
+	commit_s = harness_sample(b.data, "idem_store_commit_seconds_total");
+	wait_s = harness_sample(b.data, "idem_store_write_wait_seconds_total");
 	/*
 	 * Each key's one claim and its completion wrote; the claims that met
 	 * a claimed key only read.
