@@ -39,6 +39,7 @@
 
 #include "err.h"
 #include "fault.h"
+#include "metrics.h"
 #include "store_pg.h"
 
 /*
@@ -289,10 +290,19 @@ pg_release(struct pgstore *s, struct pgconn *pc)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/*
+ * Runs fn in a write transaction of its own and commits it, again from
+ * the start when it failed to serialize.  The store's time counters see
+ * each COMMIT (it returns once PostgreSQL has flushed it) and the write's
+ * whole wait, a connection from the pool included; syncs, commits and
+ * writes are LMDB's group commit's to count (PostgreSQL flushes on its
+ * own, and a transaction here may have written nothing).
+ */
 int
 pg_write(struct pgstore *s, pg_tx_fn fn, void *arg)
 {
 	struct pgconn *pc;
+	uint64_t t0 = metrics_now_us(), c0;
 	int rc, crc, commit, attempt;
 
 	if (s->read_only)
@@ -329,7 +339,9 @@ pg_write(struct pgstore *s, pg_tx_fn fn, void *arg)
 		}
 		/* As LMDB's group commit does before its commit. */
 		fault_point("batch_commit");
+		c0 = metrics_now_us();
 		crc = pg_run(pc, "COMMIT", NULL);
+		metrics_add(METRIC_STORE_COMMIT_US, metrics_now_us() - c0);
 		if (crc == PG_RETRY)
 			continue;
 		if (crc != IDEM_OK)
@@ -339,6 +351,7 @@ pg_write(struct pgstore *s, pg_tx_fn fn, void *arg)
 	if (rc == PG_RETRY)
 		rc = IDEM_EIO;
 	pg_release(s, pc);
+	metrics_add(METRIC_STORE_WAIT_US, metrics_now_us() - t0);
 	return rc;
 }
 
