@@ -191,14 +191,12 @@ glue_purge(uint64_t now_ms, size_t max, size_t *purged)
 int
 glue_resume(void *app, size_t batch, size_t limit, int all,
     void (*taking)(void *ctx, const char *scope, const char *key),
-    void *ctx, struct glue_resumed *out)
+    void *ctx, struct pay_resume_counts *counts)
 {
 	struct pay_resume_opts o;
-	struct pay_resume_counts c;
 	struct pay_env env;
-	int rc;
 
-	memset(out, 0, sizeof(*out));
+	memset(counts, 0, sizeof(*counts));
 	app_env(app, &env);
 	if (env.open_rc != IDEM_OK)
 		return -1;
@@ -208,13 +206,7 @@ glue_resume(void *app, size_t batch, size_t limit, int all,
 	o.all = all;
 	o.taking = taking;
 	o.taking_ctx = ctx;
-	rc = pay_resume_run(&env, &o, &c);
-	out->seen = c.seen;
-	out->completed = c.completed;
-	out->released = c.released;
-	out->left = c.left;
-	out->busy = c.busy;
-	return rc == IDEM_OK ? 0 : -1;
+	return pay_resume_run(&env, &o, counts) == IDEM_OK ? 0 : -1;
 }
 
 int

@@ -34,15 +34,13 @@ int glue_purge(uint64_t now_ms, size_t max, size_t *purged);
  * next to the workers: claims gathered batch at a time, at most limit (0:
  * no limit), every key walked for stage-0 claims when all is set.
  * taking(ctx, scope, key) is called before each claim is taken over.
- * Returns 0 with *seen, *completed, *released, *left and *busy set, or -1
- * when the store could not be opened or walked.
+ * Returns 0 with *counts set, or -1 when the store could not be opened or
+ * walked.
  */
-struct glue_resumed {
-	size_t seen, completed, released, left, busy;
-};
+struct pay_resume_counts;
 int glue_resume(void *app, size_t batch, size_t limit, int all,
     void (*taking)(void *ctx, const char *scope, const char *key),
-    void *ctx, struct glue_resumed *out);
+    void *ctx, struct pay_resume_counts *counts);
 
 /* The schedule's store backend: "sim" or "lmdb". */
 const char *backend_name(void);

@@ -18,6 +18,7 @@
 #include "glue.h"
 #include "request.h"
 #include "response.h"
+#include "resume.h"
 #include "sim.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -563,7 +564,7 @@ completer_taking(void *ctx, const char *scope, const char *key)
 static void
 completer_main(void *arg)
 {
-	struct glue_resumed n;
+	struct pay_resume_counts n;
 	struct co *self = W.cur;
 
 	(void)arg;
