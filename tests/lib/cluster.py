@@ -20,7 +20,7 @@ import signal
 import subprocess
 
 from lib import pg, servers
-from lib.common import DEADLINE, kill_pids, wait_gone
+from lib.common import DEADLINE, kill_pids, proc_alive, proc_state, wait_gone
 
 
 class Cluster:
@@ -105,8 +105,9 @@ class Cluster:
             h.server.wait(timeout=DEADLINE.timeout(10))
             h.server = None
         kill_pids(pids, signal.SIGKILL)
-        if not wait_gone(pids, 5):
-            raise RuntimeError(f"{h.name}: workers {pids} still alive after SIGKILL")
+        if not wait_gone(pids, DEADLINE.timeout(30)):
+            raise RuntimeError(f"{h.name}: workers still alive after SIGKILL: "
+                               f"{[proc_state(p) for p in pids if proc_alive(p)]}")
         return pids
 
     def restart_postgres(self):

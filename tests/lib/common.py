@@ -114,6 +114,17 @@ def proc_alive(pid):
         return False
 
 
+def proc_state(pid):
+    """A process's state letter and thread count, for a failure message."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+        return (f"{pid} {stat[stat.rindex(')') + 2]} "
+                f"{len(os.listdir(f'/proc/{pid}/task'))} threads")
+    except (OSError, ValueError):
+        return f"{pid} gone"
+
+
 def pids_of_exe(exe):
     """Live processes whose executable is exe (each instance has its own copy)."""
     out = []

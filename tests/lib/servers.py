@@ -363,6 +363,17 @@ class Instance:
         """Every worker replaced: returns the PIDs before."""
         raise NotImplementedError
 
+    def stop_until_gone(self, pids):
+        """stop(), then wait for the workers in pids to be gone.  A killed
+        worker takes a while to go (every thread leaves, then its memory
+        is torn down, which is slow for a ThreadSanitizer build on a busy
+        machine), and once its main thread has left, worker_pids() no
+        longer finds it, so stop_workers() does not wait for it."""
+        self.stop()
+        if not wait_gone(pids, DEADLINE.timeout(30)):
+            kill_pids(pids, signal.SIGKILL)
+            wait_gone(pids, DEADLINE.timeout(10))
+
     def cleanup(self):
         try:
             self.stop()
@@ -471,7 +482,7 @@ class LighttpdSpawn(Instance):
 
     def restart_workers(self):
         before = self.worker_pids()
-        self.stop()
+        self.stop_until_gone(before)
         self.start_server()
         self.wait_ready(self.port)
         return before, None
@@ -601,7 +612,7 @@ class Apache(Instance):
 
     def restart_workers(self):
         before = self.worker_pids()
-        self.stop()
+        self.stop_until_gone(before)
         self.start()
         return before, None
 

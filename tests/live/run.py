@@ -29,7 +29,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from lib.common import (DEADLINE, HOST, SANITIZER_MARKS, Results,  # noqa: E402
-                        become_subreaper, note, proc_alive, wait_gone)
+                        become_subreaper, note, proc_alive, proc_state,
+                        wait_gone)
 from lib.servers import (CLASSES, INSTANCES, Apache, Lighttpd,  # noqa: E402
                          Nginx, cleanup_all)
 from lib.web import Reply, http_request  # noqa: E402
@@ -404,7 +405,8 @@ def test_restart(inst, t):
         r = http_request(port, "POST", "/payments", BODY, pay_headers(sec, key))
         now = inst.worker_pids()
         survivors = [p for p in before if proc_alive(p)]
-        expect(not survivors, f"old workers still alive: {survivors}")
+        expect(not survivors, "old workers still alive: "
+               f"{[proc_state(p) for p in survivors]}")
         expect(now, "no workers after the restart")
         expect(r.status == 201, f"retry after restart: {r.brief()}")
         expect((r.header("Idempotent-Replayed") or "").lower() == "true",
