@@ -78,7 +78,15 @@ static const char *const pg_migrations[PG_SCHEMA_VERSION] = {
 	"  n bigint NOT NULL,"
 	"  PRIMARY KEY (tbl, slot));"
 	"INSERT INTO idem_counts (tbl, slot, n)"
-	"  SELECT tbl, 0, count(*) FROM idem_rows GROUP BY tbl;"
+	"  SELECT tbl, 0, count(*) FROM idem_rows GROUP BY tbl;",
+	/*
+	 * 3: each scope's count spread over slots, as the tables' counts
+	 * are, so that one scope's claims do not queue on one row
+	 */
+	"ALTER TABLE idem_quota ADD COLUMN slot integer NOT NULL DEFAULT 0;"
+	"ALTER TABLE idem_quota ALTER COLUMN slot DROP DEFAULT;"
+	"ALTER TABLE idem_quota DROP CONSTRAINT idem_quota_pkey;"
+	"ALTER TABLE idem_quota ADD PRIMARY KEY (scope, slot);"
 };
 
 /* Any number, the same in every process: serialises migrations. */

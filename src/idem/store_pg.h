@@ -20,7 +20,10 @@
  *	idem_keys_expiry	partial index on purge_at, non-pending rows
  *	idem_keys_pending	partial index on (scope, key), pending rows
  *	idem_rows		(tbl, k) -> v: every application table
- *	idem_quota		scope -> its records (the per-scope bound)
+ *	idem_quota		(scope, slot) -> records added less records
+ *				deleted by the sessions of that slot, as
+ *				in idem_counts: a scope's count (the
+ *				per-scope bound) is the sum of its slots
  *	idem_counts		(tbl, slot) -> rows added less rows
  *				deleted by the sessions whose server
  *				process id is slot modulo PG_COUNT_SLOTS:
@@ -41,7 +44,7 @@
 #include "record.h"
 #include "store.h"
 
-#define PG_SCHEMA_VERSION 2
+#define PG_SCHEMA_VERSION 3
 /* Connections per process: the writers that run at once. */
 #define PG_POOL_MAX 16
 /* Serialization failures and deadlocks retried before IDEM_EIO. */
@@ -53,7 +56,7 @@
  * server-side cursor: its memory is this, not the table's size.
  */
 #define PG_WALK_BATCH 256
-/* Rows a table's count is spread over (idem_counts.slot). */
+/* Rows a count is spread over (idem_counts.slot, idem_quota.slot). */
 #define PG_COUNT_SLOTS 1024
 #define PG_STR_(x) #x
 #define PG_STR(x) PG_STR_(x)

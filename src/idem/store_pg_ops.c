@@ -155,6 +155,13 @@ struct pg_tx {
 	long long delta[IDEM_MAX_TABLES];
 };
 
+/* The slot of the session's counts (idem_counts, idem_quota). */
+static uint64_t
+pg_slot(const struct pgconn *pc)
+{
+	return (uint64_t)PQbackendPID(pc->c) % PG_COUNT_SLOTS;
+}
+
 /*
  * Adds the rows a transaction added to or deleted from each table to
  * the tables' counts (idem_counts), last in the transaction: the rows
@@ -186,7 +193,7 @@ pg_counts_apply(struct pgstore *s, struct pgconn *pc, const long long *delta)
 		memset(&a, 0, sizeof(a));
 		snprintf(n, sizeof(n), "%lld", delta[i]);
 		pg_arg_str(&a, s->tables[i]);
-		pg_arg_u64(&a, (uint64_t)PQbackendPID(pc->c) % PG_COUNT_SLOTS);
+		pg_arg_u64(&a, pg_slot(pc));
 		pg_arg_str(&a, n);
 		if ((rc = pg_run(pc, "INSERT INTO idem_counts AS c (tbl, slot, n) "
 		    "VALUES ($1, $2, $3) ON CONFLICT (tbl, slot) DO UPDATE SET "
@@ -246,8 +253,9 @@ pg_run_hook(struct pgstore *s, struct pgconn *pc, idem_tx_fn hook, void *ctx,
 
 /*
  * Deletes up to max records whose time is up, and takes them off their
- * scopes' counts in the same statement (the counts' rows locked in
- * scope order, so that two purges do not lock them in opposite orders).
+ * scopes' counts, in the session's slot, in the same statement (the
+ * slots' rows locked in scope order, so that two purges of one slot do
+ * not lock them in opposite orders).
  */
 static int
 pg_purge_tx(struct pgconn *pc, uint64_t now_ms, size_t max, size_t *purged)
@@ -259,16 +267,15 @@ pg_purge_tx(struct pgconn *pc, uint64_t now_ms, size_t max, size_t *purged)
 	*purged = 0;
 	pg_arg_u64(&a, now_ms);
 	pg_arg_u64(&a, max);
+	pg_arg_u64(&a, pg_slot(pc));
 	if ((rc = pg_exec(pc, "WITH d AS (DELETE FROM idem_keys WHERE ctid IN ("
 	    "SELECT ctid FROM idem_keys WHERE purge_at <= $1 "
 	    "ORDER BY purge_at LIMIT $2 FOR UPDATE SKIP LOCKED) "
 	    "RETURNING scope), "
 	    "c AS (SELECT scope, count(*) AS n FROM d GROUP BY scope), "
-	    "l AS (SELECT q.scope FROM idem_quota q JOIN c USING (scope) "
-	    "ORDER BY q.scope FOR UPDATE OF q), "
-	    "u AS (UPDATE idem_quota q SET n = greatest(q.n - c.n, 0) "
-	    "FROM c WHERE q.scope = c.scope AND q.scope IN "
-	    "(SELECT scope FROM l)) "
+	    "u AS (INSERT INTO idem_quota AS q (scope, slot, n) "
+	    "SELECT scope, $3, -n FROM c ORDER BY scope "
+	    "ON CONFLICT (scope, slot) DO UPDATE SET n = q.n + excluded.n) "
 	    "SELECT count(*) FROM d", &a, &res)) != IDEM_OK)
 		return rc;
 	*purged = (size_t)pg_get_u64(res, 0, 0);
@@ -307,28 +314,56 @@ pg_lock(struct pgconn *pc, uint64_t h)
 }
 
 /*
- * Adds delta to the count of scope's records and reads the result into
- * *n (may be NULL).  The count's row is created when missing and stays
- * locked to the commit: the claims of one scope's new keys take turns
- * here, so two of them cannot both take its last place.  The count
- * never goes below 0.
+ * Adds delta to the count of scope's records, in the session's slot
+ * (whose row stays locked to the commit; only sessions that share the
+ * slot wait for each other there).  A claim passes the scope's gate
+ * first, a transaction-scoped advisory lock taken shared, or exclusive
+ * to count exactly (gate < 0: none, for the deletes, which cannot take
+ * a scope past its bound).
  */
 static int
-pg_quota_add(struct pgconn *pc, const char *scope, int delta, uint64_t *n)
+pg_quota_add(struct pgconn *pc, const char *scope, int delta, int gate)
+{
+	struct pgargs a = { 0 };
+
+	pg_arg_bytes(&a, scope, strlen(scope));
+	pg_arg_u64(&a, pg_slot(pc));
+	pg_arg_str(&a, delta > 0 ? "1" : "-1");
+	if (gate < 0)
+		return pg_run(pc, "INSERT INTO idem_quota AS q (scope, slot, n) "
+		    "VALUES ($1, $2, $3) ON CONFLICT (scope, slot) DO UPDATE "
+		    "SET n = q.n + excluded.n", &a);
+	pg_arg_u64(&a, pg_lock_hash('s', "", scope, strlen(scope)));
+	return pg_run(pc, gate ?
+	    "INSERT INTO idem_quota AS q (scope, slot, n) SELECT $1, $2, $3 "
+	    "FROM (SELECT pg_advisory_xact_lock($4::bigint)) g "
+	    "ON CONFLICT (scope, slot) DO UPDATE SET n = q.n + excluded.n" :
+	    "INSERT INTO idem_quota AS q (scope, slot, n) SELECT $1, $2, $3 "
+	    "FROM (SELECT pg_advisory_xact_lock_shared($4::bigint)) g "
+	    "ON CONFLICT (scope, slot) DO UPDATE SET n = q.n + excluded.n",
+	    &a);
+}
+
+/*
+ * The count of scope's records as this transaction sees it (what is
+ * committed and its own writes) and the server's max_connections, the
+ * most transactions that can be open at once.
+ */
+static int
+pg_quota_sum(struct pgconn *pc, const char *scope, uint64_t *n,
+    uint64_t *conns)
 {
 	struct pgargs a = { 0 };
 	PGresult *res;
 	int rc;
 
 	pg_arg_bytes(&a, scope, strlen(scope));
-	pg_arg_str(&a, delta > 0 ? "1" : delta < 0 ? "-1" : "0");
-	if ((rc = pg_exec(pc, "INSERT INTO idem_quota AS q (scope, n) "
-	    "VALUES ($1, greatest($2::bigint, 0)) ON CONFLICT (scope) DO "
-	    "UPDATE SET n = greatest(q.n + $2::bigint, 0) RETURNING n", &a,
-	    &res)) != IDEM_OK)
+	if ((rc = pg_exec(pc, "SELECT greatest(coalesce(sum(n), 0), 0), "
+	    "current_setting('max_connections')::bigint FROM idem_quota "
+	    "WHERE scope = $1", &a, &res)) != IDEM_OK)
 		return rc;
-	if (n != NULL)
-		*n = pg_get_u64(res, 0, 0);
+	*n = pg_get_u64(res, 0, 0);
+	*conns = pg_get_u64(res, 0, 1);
 	PQclear(res);
 	return IDEM_OK;
 }
@@ -336,32 +371,54 @@ pg_quota_add(struct pgconn *pc, const char *scope, int delta, uint64_t *n)
 /*
  * Counts the new record a fresh claim of scope is about to write:
  * IDEM_OK, or IDEM_ELIMIT when the scope is at its bound even after
- * purging what has expired (which *changed reports), with the count
- * as it was.  One statement when there is room: the count is kept in
- * idem_quota by every write that adds or deletes a record, in the same
- * transaction, so the check costs the same for any number of records.
+ * purging what has expired (which *changed reports), or PG_RETRY to run
+ * the transaction again with *exclusive set.
+ *
+ * Every claim of a new key adds 1 to its session's slot of the count
+ * behind the scope's gate, taken shared, so that the claims of one
+ * scope's new keys do not queue on one row.  Each transaction inside
+ * the gate adds at most 1 that the others may not see yet, and at most
+ * max_connections are open: while the count this transaction sees,
+ * its own 1 included, is at least max_connections - 1 below the bound,
+ * the bound holds whatever the others commit.  Nearer the bound the
+ * claim runs again with the gate taken exclusive: no other claim of the
+ * scope is then under way, the count is exact, and two claims cannot
+ * both take the last place.  One statement adds, one reads, for any
+ * number of records: the count is kept by every write that adds or
+ * deletes a record, in the same transaction.  Without a bound the
+ * count is still kept (behind the gate, as another host's claims may
+ * be bounded), so that a bound set later is right at once.
  */
 static int
 pg_quota_claim(struct pgstore *s, struct pgconn *pc, const char *scope,
-    uint64_t now_ms, uint64_t ttl_ms, uint32_t *retry_after, int *changed)
+    uint64_t now_ms, uint64_t ttl_ms, int *exclusive, uint32_t *retry_after,
+    int *changed)
 {
 	PGresult *res;
-	uint64_t n, wait = ttl_ms, at, secs;
+	uint64_t n, conns, wait = ttl_ms, at, secs;
 	size_t purged = 0;
 	int rc;
 
-	if ((rc = pg_quota_add(pc, scope, 1, &n)) != IDEM_OK)
+	if ((rc = pg_quota_add(pc, scope, 1, *exclusive)) != IDEM_OK ||
+	    s->max_keys == 0 ||
+	    (rc = pg_quota_sum(pc, scope, &n, &conns)) != IDEM_OK)
 		return rc;
-	if (s->max_keys == 0 || n <= s->max_keys)
+	if (!*exclusive) {
+		if (n + (conns > 0 ? conns - 1 : 0) <= s->max_keys)
+			return IDEM_OK;
+		*exclusive = 1;
+		return PG_RETRY;
+	}
+	if (n <= s->max_keys)
 		return IDEM_OK;
 	if ((rc = pg_purge_tx(pc, now_ms, PG_LIMIT_PURGE, &purged)) !=
 	    IDEM_OK ||
-	    (rc = pg_quota_add(pc, scope, 0, &n)) != IDEM_OK)
+	    (rc = pg_quota_sum(pc, scope, &n, &conns)) != IDEM_OK)
 		return rc;
 	*changed = purged > 0;
 	if (n <= s->max_keys)
 		return IDEM_OK;
-	if ((rc = pg_quota_add(pc, scope, -1, NULL)) != IDEM_OK ||
+	if ((rc = pg_quota_add(pc, scope, -1, -1)) != IDEM_OK ||
 	    (rc = pg_exec(pc, "SELECT purge_at FROM idem_keys WHERE purge_at "
 	    "IS NOT NULL ORDER BY purge_at LIMIT 1", NULL, &res)) != IDEM_OK)
 		return rc;
@@ -385,6 +442,7 @@ struct pg_claim_job {
 	const struct store_first *first;
 	uint64_t now_ms, lease_ms, ttl_ms;
 	struct store_claim *out;
+	int exclusive;    /* pass the scope's gate alone (pg_quota_claim) */
 };
 
 static int
@@ -417,7 +475,7 @@ pg_claim_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
 	case ENGINE_CLAIM:
 		if (!found &&
 		    (rc = pg_quota_claim(s, pc, a->scope, a->now_ms, a->ttl_ms,
-		    &out->retry_after, &purged)) != IDEM_OK) {
+		    &a->exclusive, &out->retry_after, &purged)) != IDEM_OK) {
 			*commit = rc == IDEM_ELIMIT && purged;
 			return rc;
 		}
@@ -454,7 +512,7 @@ pg_claim(struct store *base, const char *scope, const char *key,
     const struct store_first *first, struct store_claim *out)
 {
 	struct pg_claim_job a = { scope, key, fp, token, first, now_ms,
-	    lease_ms, ttl_ms, out };
+	    lease_ms, ttl_ms, out, 0 };
 	uint32_t retry_after;
 	int rc;
 
@@ -637,7 +695,7 @@ pg_release_op(struct pgstore *s, struct pgconn *pc, struct pg_own_job *a,
 	pg_arg_bytes(&args, a->key, strlen(a->key));
 	if ((rc = pg_run(pc, "DELETE FROM idem_keys WHERE scope = $1 AND "
 	    "key = $2", &args)) != IDEM_OK ||
-	    (rc = pg_quota_add(pc, a->scope, -1, NULL)) != IDEM_OK)
+	    (rc = pg_quota_add(pc, a->scope, -1, -1)) != IDEM_OK)
 		return rc;
 	if (a->hook != NULL)
 		rc = pg_run_hook(s, pc, a->hook, a->hook_ctx, NULL);

@@ -4,8 +4,9 @@
  * walks through server-side cursors in batches (more rows than one
  * batch, in order, complete; a callback that stops early), the counts
  * kept beside the rows (a scope's records under its bound, exactly,
- * with many threads claiming at once; a table's rows), and the
- * migration that starts those counts from what is stored.
+ * with many threads claiming at once, far from the bound and near it; a
+ * scope's claims that do not queue on its count; a table's rows), and
+ * the migrations that start those counts from what is stored.
  *
  * With fault points, a write whose transaction fails as it begins
  * leaves nothing.
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <libpq-fe.h>
 
@@ -252,7 +254,7 @@ test_walk_stops_early(void)
 struct claimer {
 	pthread_t tid;
 	struct store *s;
-	int id, ok, limited, other;
+	int id, tries, ok, limited, other;
 };
 
 static void *
@@ -262,7 +264,7 @@ claimer_main(void *arg)
 	char key[32];
 	int i, d;
 
-	for (i = 0; i < TRIES; i++) {
+	for (i = 0; i < c->tries; i++) {
 		snprintf(key, sizeof(key), "t%d-%d", c->id, i);
 		d = claim(c->s, "greedy", key, c->id + 1, T0 + (uint64_t)i);
 		if (d == ENGINE_CLAIM)
@@ -275,8 +277,9 @@ claimer_main(void *arg)
 	return NULL;
 }
 
+/* THREADS threads claim tries new keys each of "greedy": how many went in. */
 static int
-claim_all(struct store *s)
+claim_many(struct store *s, int tries)
 {
 	struct claimer c[THREADS];
 	int i, ok = 0, limited = 0, other = 0;
@@ -285,6 +288,7 @@ claim_all(struct store *s)
 		memset(&c[i], 0, sizeof(c[i]));
 		c[i].s = s;
 		c[i].id = i;
+		c[i].tries = tries;
 		CU_ASSERT_FATAL(pthread_create(&c[i].tid, NULL, claimer_main,
 		    &c[i]) == 0);
 	}
@@ -295,8 +299,14 @@ claim_all(struct store *s)
 		other += c[i].other;
 	}
 	HARNESS_EQ(other, 0);
-	HARNESS_EQ(ok + limited, THREADS * TRIES);
+	HARNESS_EQ(ok + limited, THREADS * tries);
 	return ok;
+}
+
+static int
+claim_all(struct store *s)
+{
+	return claim_many(s, TRIES);
 }
 
 /*
@@ -319,9 +329,9 @@ test_quota_concurrent(void)
 	HARNESS_EQ(claim_all(s), BOUND);
 	HARNESS_EQ(sql("SELECT count(*) FROM idem_keys WHERE scope = "
 	    "'greedy'"), BOUND);
-	HARNESS_EQ(sql("SELECT n FROM idem_quota WHERE scope = 'greedy'"),
+	HARNESS_EQ(sql("SELECT sum(n) FROM idem_quota WHERE scope = 'greedy'"),
 	    BOUND);
-	HARNESS_EQ(sql("SELECT n FROM idem_quota WHERE scope = 'other'"), 1);
+	HARNESS_EQ(sql("SELECT sum(n) FROM idem_quota WHERE scope = 'other'"), 1);
 	/* One released (the first claimed key found): one more goes in. */
 	for (i = 0; i < THREADS * TRIES; i++) {
 		snprintf(key, sizeof(key), "t%d-%d", i / TRIES, i % TRIES);
@@ -330,7 +340,7 @@ test_quota_concurrent(void)
 	}
 	memset(t, i / TRIES + 1, sizeof(t));
 	HARNESS_EQ(store_release(s, "greedy", key, t, NULL, NULL), IDEM_OK);
-	HARNESS_EQ(sql("SELECT n FROM idem_quota WHERE scope = 'greedy'"),
+	HARNESS_EQ(sql("SELECT sum(n) FROM idem_quota WHERE scope = 'greedy'"),
 	    BOUND - 1);
 	HARNESS_EQ(claim(s, "greedy", "x1", 9, T0), ENGINE_CLAIM);
 	HARNESS_EQ(claim(s, "greedy", "x2", 9, T0), -IDEM_ELIMIT);
@@ -340,12 +350,138 @@ test_quota_concurrent(void)
 	 */
 	HARNESS_EQ(store_purge(s, T0 + TTL + LEASE, 1000, &purged), IDEM_OK);
 	HARNESS_EQ(purged, BOUND + 1);
-	HARNESS_EQ(sql("SELECT n FROM idem_quota WHERE scope = 'greedy'"), 0);
-	HARNESS_EQ(sql("SELECT n FROM idem_quota WHERE scope = 'other'"), 0);
+	HARNESS_EQ(sql("SELECT sum(n) FROM idem_quota WHERE scope = 'greedy'"), 0);
+	HARNESS_EQ(sql("SELECT sum(n) FROM idem_quota WHERE scope = 'other'"), 0);
 	HARNESS_EQ(claim_all(s), BOUND);
 	HARNESS_EQ(sql("SELECT count(*) FROM idem_keys WHERE scope = "
 	    "'greedy'"), BOUND);
 	store_close(s);
+}
+
+/*
+ * Far from its bound a scope's claims do not wait for each other: each
+ * adds to its session's slot of the count, behind the scope's gate taken
+ * shared.  Nearer than max_connections they pass the gate one at a time
+ * and count exactly.  Here the first claims are far from the bound (the
+ * count starts at 24, in a slot no session has, as if another host's),
+ * the rest near it: exactly the bound's worth goes in.
+ */
+static void
+test_quota_near_bound(void)
+{
+	long long conns = sql("SHOW max_connections");
+	struct store *s;
+	int tries;
+
+	CU_ASSERT_FATAL(conns > 0);
+	s = open_store((uint64_t)conns + 48, 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	HARNESS_EQ(sql("INSERT INTO idem_quota (scope, slot, n) VALUES "
+	    "('greedy', 4096, 24)"), 0);
+	tries = (int)(conns + 24) / THREADS + 8;
+	HARNESS_EQ(claim_many(s, tries), conns + 24);
+	HARNESS_EQ(sql("SELECT count(*) FROM idem_keys WHERE scope = "
+	    "'greedy'"), conns + 24);
+	HARNESS_EQ(sql("SELECT sum(n) FROM idem_quota WHERE scope = 'greedy'"),
+	    conns + 48);
+	store_close(s);
+}
+
+/* Two claims that must be inside their hooks at once (or time out). */
+struct meet {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int in, alone;
+};
+
+static int
+meet_hook(void *ctx, struct idem_tx *tx)
+{
+	struct meet *m = ctx;
+	struct timespec ts;
+
+	(void)tx;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 20;
+	pthread_mutex_lock(&m->mu);
+	m->in++;
+	pthread_cond_broadcast(&m->cv);
+	while (m->in < 2)
+		if (pthread_cond_timedwait(&m->cv, &m->mu, &ts) != 0)
+			break;
+	if (m->in < 2)
+		m->alone++;
+	pthread_mutex_unlock(&m->mu);
+	return IDEM_OK;
+}
+
+struct meeter {
+	pthread_t tid;
+	struct store *s;
+	struct meet *m;
+	const char *key;
+	int rc, decision;
+};
+
+static void *
+meeter_main(void *arg)
+{
+	struct meeter *w = arg;
+	struct store_first first = { 0, NULL, 0, meet_hook, w->m };
+	struct store_claim c;
+	uint8_t t[REC_TOKEN_SIZE];
+
+	memset(t, 7, sizeof(t));
+	w->rc = store_claim(w->s, "busy", w->key, fp_a, t, T0, LEASE, TTL,
+	    &first, &c);
+	if (w->rc == IDEM_OK) {
+		w->decision = (int)c.decision;
+		rec_free(&c.rec);
+	}
+	return NULL;
+}
+
+/*
+ * Two new keys of one scope are claimed at once, each waiting in its
+ * claim's transaction for the other to be there too: neither waits for
+ * the other's commit, with a bound far off, as with none.
+ */
+static void
+test_quota_no_queue(void)
+{
+	static const uint64_t bounds[] = { 1000000, 0 };
+	struct meeter w[2];
+	struct meet m;
+	struct store *s;
+	size_t b;
+	int i;
+
+	for (b = 0; b < sizeof(bounds) / sizeof(bounds[0]); b++) {
+		s = open_store(bounds[b], 1);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+		memset(&m, 0, sizeof(m));
+		pthread_mutex_init(&m.mu, NULL);
+		pthread_cond_init(&m.cv, NULL);
+		for (i = 0; i < 2; i++) {
+			memset(&w[i], 0, sizeof(w[i]));
+			w[i].s = s;
+			w[i].m = &m;
+			w[i].key = i == 0 ? "k1" : "k2";
+			CU_ASSERT_FATAL(pthread_create(&w[i].tid, NULL,
+			    meeter_main, &w[i]) == 0);
+		}
+		for (i = 0; i < 2; i++) {
+			pthread_join(w[i].tid, NULL);
+			HARNESS_EQ(w[i].rc, IDEM_OK);
+			HARNESS_EQ(w[i].decision, ENGINE_CLAIM);
+		}
+		HARNESS_EQ(m.alone, 0);
+		HARNESS_EQ(sql("SELECT sum(n) FROM idem_quota WHERE scope = "
+		    "'busy'"), 2);
+		pthread_cond_destroy(&m.cv);
+		pthread_mutex_destroy(&m.mu);
+		store_close(s);
+	}
 }
 
 /* A hook's rows: put, update, delete. */
@@ -465,7 +601,7 @@ test_migrate_counts(void)
 	    sizeof(err)), 0);
 	HARNESS_EQ(from, 1);
 	HARNESS_EQ(to, PG_SCHEMA_VERSION);
-	HARNESS_EQ(sql("SELECT n FROM idem_quota WHERE scope = 'acct'"),
+	HARNESS_EQ(sql("SELECT sum(n) FROM idem_quota WHERE scope = 'acct'"),
 	    MANY);
 	s = open_store(0, 0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
@@ -508,6 +644,10 @@ harness_suites(void)
 		{ "walks: the callback stops early", test_walk_stops_early },
 		{ "per-scope bound exact under concurrency",
 		    test_quota_concurrent },
+		{ "per-scope bound exact from far to near",
+		    test_quota_near_bound },
+		{ "one scope's claims do not queue on its count",
+		    test_quota_no_queue },
 		{ "table counts under concurrency", test_counts },
 		{ "migration starts the counts", test_migrate_counts },
 #ifdef IDEM_FAULT_POINTS
