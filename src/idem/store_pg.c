@@ -156,6 +156,45 @@ pg_get_u64(const PGresult *r, int row, int col)
 	return x;
 }
 
+/*
+ * A write transaction's BEGIN and its first statement in one round trip
+ * (libpq's pipeline mode; the Sync that ends the pipeline does not end
+ * a transaction that BEGIN opened): the statement's result, or NULL.
+ * A session whose pipeline could not be left is marked broken, and the
+ * pool opens a new one in its place.
+ */
+static PGresult *
+pg_exec_begin(struct pgconn *pc, const char *sql, struct pgargs *a)
+{
+	PGconn *c = pc->c;
+	PGresult *r, *out = NULL;
+	int i;
+
+	if (PQenterPipelineMode(c) != 1)
+		return NULL;
+	if (PQsendQueryParams(c, "BEGIN", 0, NULL, NULL, NULL, NULL, 1) ==
+	    1 && PQsendQueryParams(c, sql, a != NULL ? a->n : 0, NULL,
+	    a != NULL ? a->v : NULL, a != NULL ? a->len : NULL,
+	    a != NULL ? a->fmt : NULL, 1) == 1 && PQpipelineSync(c) == 1) {
+		/* Each statement's results end with NULL; then the Sync. */
+		for (i = 0; i < 2; i++)
+			while ((r = PQgetResult(c)) != NULL) {
+				if (i == 1 && out == NULL)
+					out = r;
+				else
+					PQclear(r);
+			}
+		if ((r = PQgetResult(c)) != NULL)
+			PQclear(r);
+	}
+	if (PQexitPipelineMode(c) != 1) {
+		pc->broken = 1;
+		PQclear(out);
+		out = NULL;
+	}
+	return out;
+}
+
 int
 pg_exec(struct pgconn *pc, const char *sql, struct pgargs *a,
     PGresult **res)
@@ -166,9 +205,15 @@ pg_exec(struct pgconn *pc, const char *sql, struct pgargs *a,
 	int rc;
 
 	*res = NULL;
-	r = PQexecParams(pc->c, sql, a != NULL ? a->n : 0, NULL,
-	    a != NULL ? a->v : NULL, a != NULL ? a->len : NULL,
-	    a != NULL ? a->fmt : NULL, 1);
+	if (pc->broken)
+		return IDEM_EIO;
+	if (pc->begin) {
+		pc->begin = 0;
+		r = pg_exec_begin(pc, sql, a);
+	} else
+		r = PQexecParams(pc->c, sql, a != NULL ? a->n : 0, NULL,
+		    a != NULL ? a->v : NULL, a != NULL ? a->len : NULL,
+		    a != NULL ? a->fmt : NULL, 1);
 	if (r == NULL)
 		return IDEM_ENOMEM;
 	st = PQresultStatus(r);
@@ -276,10 +321,12 @@ pg_acquire(struct pgstore *s, struct pgconn **out)
 	 * reading what is pending finds without a round trip: start a new
 	 * session now rather than fail the call.
 	 */
-	if (pc->c != NULL && !pg_alive(pc->c)) {
+	if (pc->c != NULL && (pc->broken || !pg_alive(pc->c))) {
 		PQfinish(pc->c);
 		pc->c = NULL;
 	}
+	pc->broken = 0;
+	pc->begin = 0;
 	if (pc->c == NULL &&
 	    (pc->c = pg_connect(s->conninfo, s->read_only)) == NULL) {
 		pg_release(s, pc);
@@ -296,6 +343,20 @@ pg_release(struct pgstore *s, struct pgconn *pc)
 	pc->busy = 0;
 	pthread_cond_signal(&s->cv);
 	pthread_mutex_unlock(&s->mu);
+}
+
+/*
+ * Ends a write transaction with what (COMMIT or ROLLBACK): nothing to
+ * send when no statement took its BEGIN to the server.
+ */
+static int
+pg_end(struct pgconn *pc, const char *what)
+{
+	if (pc->begin) {
+		pc->begin = 0;
+		return IDEM_OK;
+	}
+	return pg_run(pc, what, NULL);
 }
 
 /*
@@ -324,14 +385,13 @@ pg_write(struct pgstore *s, pg_tx_fn fn, void *arg)
 		 * transaction is aborted), and a hook may report any error.
 		 */
 		pc->retry = 0;
-		if ((rc = pg_run(pc, "BEGIN", NULL)) != IDEM_OK)
-			break;
+		pc->begin = 1;
 		/*
 		 * As the LMDB backend's writer does when it gets the lock:
 		 * a failure there fails the write before it runs.
 		 */
 		if (fault_point("store_wait")) {
-			(void)pg_run(pc, "ROLLBACK", NULL);
+			(void)pg_end(pc, "ROLLBACK");
 			rc = IDEM_EFULL;
 			break;
 		}
@@ -340,7 +400,7 @@ pg_write(struct pgstore *s, pg_tx_fn fn, void *arg)
 		if (rc != IDEM_OK && pc->retry)
 			rc = PG_RETRY;
 		if (rc == PG_RETRY || (rc != IDEM_OK && !commit)) {
-			(void)pg_run(pc, "ROLLBACK", NULL);
+			(void)pg_end(pc, "ROLLBACK");
 			if (rc == PG_RETRY)
 				continue;
 			break;
@@ -348,7 +408,7 @@ pg_write(struct pgstore *s, pg_tx_fn fn, void *arg)
 		/* As LMDB's group commit does before its commit. */
 		fault_point("batch_commit");
 		c0 = metrics_now_us();
-		crc = pg_run(pc, "COMMIT", NULL);
+		crc = pg_end(pc, "COMMIT");
 		metrics_add(METRIC_STORE_COMMIT_US, metrics_now_us() - c0);
 		if (crc == PG_RETRY)
 			continue;

@@ -67,6 +67,8 @@ struct pgconn {
 	PGconn *c;
 	int busy;
 	int retry;        /* this transaction failed to serialize */
+	int begin;        /* BEGIN goes with the next statement */
+	int broken;       /* left in a state no statement can use */
 };
 
 struct pgstore {

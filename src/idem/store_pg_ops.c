@@ -1168,19 +1168,22 @@ pg_tx_put(struct idem_tx *tx, const char *table, const void *key,
 		return IDEM_EINVAL;
 	if ((rc = pg_row_key(t->s, table, key, keylen)) != IDEM_OK)
 		return rc;
-	if ((rc = pg_lock(t->pc, pg_lock_hash('r', table, key, keylen))) !=
-	    IDEM_OK)
-		return rc;
 	pg_arg_str(&a, table);
 	pg_arg_bytes(&a, key, keylen);
 	pg_arg_bytes(&a, val, vallen);
+	pg_arg_u64(&a, pg_lock_hash('r', table, key, keylen));
 	/*
-	 * Insert, else update: which of the two it was is the table's
-	 * count.  An insert_once of the same row that has not committed
-	 * makes the insert wait for it, then do nothing.
+	 * The row's lock, then insert, else update: which of the two it
+	 * was is the table's count.  The lock and the insert are one
+	 * statement (the lock is taken before the insert looks for the
+	 * row, which it does in what is committed, whatever the statement's
+	 * snapshot); the update is another, so it sees what committed while
+	 * the lock was awaited.  An insert_once of the same row that has
+	 * not committed makes the insert wait for it, then do nothing.
 	 */
-	if ((rc = pg_exec(t->pc, "INSERT INTO idem_rows (tbl, k, v) VALUES "
-	    "($1, $2, $3) ON CONFLICT DO NOTHING", &a, &res)) != IDEM_OK)
+	if ((rc = pg_exec(t->pc, "INSERT INTO idem_rows (tbl, k, v) "
+	    "SELECT $1, $2, $3 FROM (SELECT pg_advisory_xact_lock($4::bigint)) "
+	    "l ON CONFLICT DO NOTHING", &a, &res)) != IDEM_OK)
 		return rc;
 	inserted = strcmp(PQcmdTuples(res), "1") == 0;
 	PQclear(res);
@@ -1188,6 +1191,7 @@ pg_tx_put(struct idem_tx *tx, const char *table, const void *key,
 		t->delta[pg_table_index(t->s, table)]++;
 		return IDEM_OK;
 	}
+	a.n = 3;
 	return pg_run(t->pc, "UPDATE idem_rows SET v = $3 WHERE tbl = $1 AND "
 	    "k = $2", &a);
 }
