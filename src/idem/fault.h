@@ -15,7 +15,10 @@
  *                                          store write fails (IDEM_EFULL);
  *                                          also store_checkpoint,
  *                                          store_complete, and store_wait
- *                                          (every write of the batch)
+ *                                          (every write of the batch);
+ *                                          store_pg_pipeline: the first
+ *                                          statement's results are left
+ *                                          unread (PostgreSQL)
  *     IDEM_FAULT=store_wait:jump=86400000  the clock moves a day ahead
  *                                          each time a group commit's
  *                                          leader holds the write lock

@@ -160,8 +160,8 @@ pg_get_u64(const PGresult *r, int row, int col)
  * A write transaction's BEGIN and its first statement in one round trip
  * (libpq's pipeline mode; the Sync that ends the pipeline does not end
  * a transaction that BEGIN opened): the statement's result, or NULL.
- * A session whose pipeline could not be left is marked broken, and the
- * pool opens a new one in its place.
+ * A session whose pipeline failed or could not be left is marked
+ * broken, and the pool opens a new one in its place.
  */
 static PGresult *
 pg_exec_begin(struct pgconn *pc, const char *sql, struct pgargs *a)
@@ -170,12 +170,16 @@ pg_exec_begin(struct pgconn *pc, const char *sql, struct pgargs *a)
 	PGresult *r, *out = NULL;
 	int i;
 
-	if (PQenterPipelineMode(c) != 1)
+	if (PQenterPipelineMode(c) != 1) {
+		pc->broken = 1;
 		return NULL;
+	}
+	/* store_pg_pipeline:fail leaves the results unread, as a lost read would. */
 	if (PQsendQueryParams(c, "BEGIN", 0, NULL, NULL, NULL, NULL, 1) ==
 	    1 && PQsendQueryParams(c, sql, a != NULL ? a->n : 0, NULL,
 	    a != NULL ? a->v : NULL, a != NULL ? a->len : NULL,
-	    a != NULL ? a->fmt : NULL, 1) == 1 && PQpipelineSync(c) == 1) {
+	    a != NULL ? a->fmt : NULL, 1) == 1 && PQpipelineSync(c) == 1 &&
+	    !fault_point("store_pg_pipeline")) {
 		/* Each statement's results end with NULL; then the Sync. */
 		for (i = 0; i < 2; i++)
 			while ((r = PQgetResult(c)) != NULL) {
@@ -188,10 +192,11 @@ pg_exec_begin(struct pgconn *pc, const char *sql, struct pgargs *a)
 			PQclear(r);
 	}
 	if (PQexitPipelineMode(c) != 1) {
-		pc->broken = 1;
 		PQclear(out);
 		out = NULL;
 	}
+	if (out == NULL)
+		pc->broken = 1;
 	return out;
 }
 
@@ -215,7 +220,7 @@ pg_exec(struct pgconn *pc, const char *sql, struct pgargs *a,
 		    a != NULL ? a->v : NULL, a != NULL ? a->len : NULL,
 		    a != NULL ? a->fmt : NULL, 1);
 	if (r == NULL)
-		return IDEM_ENOMEM;
+		return pc->broken ? IDEM_EIO : IDEM_ENOMEM;
 	st = PQresultStatus(r);
 	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
 		*res = r;

@@ -9,7 +9,7 @@
  * the migrations that start those counts from what is stored.
  *
  * With fault points, a write whose transaction fails as it begins
- * leaves nothing.
+ * leaves nothing, and a session left in its pipeline is replaced.
  *
  * The test reads the database itself through libpq to set up many rows
  * at once and to compare the kept counts with count(*).
@@ -613,8 +613,7 @@ test_migrate_counts(void)
 #ifdef IDEM_FAULT_POINTS
 /*
  * A write whose transaction fails as it begins (the fault point
- * store_wait:fail, after BEGIN) fails and leaves nothing; the next one
- * commits.
+ * store_wait:fail) fails and leaves nothing; the next one commits.
  */
 static void
 test_failed_begin(void)
@@ -628,6 +627,33 @@ test_failed_begin(void)
 	HARNESS_EQ(sql("SELECT count(*) FROM idem_keys"), 0);
 	HARNESS_EQ(claim(s, "acct", "k", 1, T0), ENGINE_CLAIM);
 	HARNESS_EQ(sql("SELECT count(*) FROM idem_keys"), 1);
+	store_close(s);
+}
+
+/*
+ * A session whose pipeline (BEGIN and the first statement) cannot be
+ * left, its results unread (store_pg_pipeline:fail), fails its write,
+ * which leaves nothing; the pool replaces it, so every later write
+ * commits, on each of the pool's sessions.
+ */
+static void
+test_pipeline_left(void)
+{
+	struct store *s = open_store(0, 1);
+	char key[16];
+	int i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	setenv("IDEM_FAULT", "store_pg_pipeline:fail", 1);
+	HARNESS_EQ(claim(s, "acct", "k", 1, T0), -IDEM_EIO);
+	unsetenv("IDEM_FAULT");
+	HARNESS_EQ(sql("SELECT count(*) FROM idem_keys"), 0);
+	for (i = 0; i < 2 * PG_POOL_MAX; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		HARNESS_EQ(claim(s, "acct", key, 1, T0), ENGINE_CLAIM);
+	}
+	HARNESS_EQ(claim(s, "acct", "k", 1, T0), ENGINE_CLAIM);
+	HARNESS_EQ(sql("SELECT count(*) FROM idem_keys"), 2 * PG_POOL_MAX + 1);
 	store_close(s);
 }
 #endif
@@ -653,6 +679,8 @@ harness_suites(void)
 #ifdef IDEM_FAULT_POINTS
 		{ "a write that cannot begin leaves nothing",
 		    test_failed_begin },
+		{ "a session left in its pipeline is replaced",
+		    test_pipeline_left },
 #endif
 	};
 	CU_pSuite s;
