@@ -149,6 +149,27 @@ def kill_pids(pids, sig):
             pass
 
 
+def proc_exited(pid):
+    """True once the process is gone or its main thread has exited (a
+    zombie leader): it is leaving of its own accord, though its other
+    threads and its memory may take a while longer to go."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+        return stat[stat.rindex(")") + 2] == "Z"
+    except (OSError, ValueError):
+        return True
+
+
+def wait_exited(pids, seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if all(proc_exited(p) for p in pids):
+            return True
+        time.sleep(0.05)
+    return all(proc_exited(p) for p in pids)
+
+
 def wait_gone(pids, seconds):
     end = time.monotonic() + seconds
     while time.monotonic() < end:

@@ -17,7 +17,8 @@ import tempfile
 import time
 
 from lib.common import (DEADLINE, HOST, free_port, kill_pids, note,
-                        pids_of_exe, reap, tail, wait_gone)
+                        pids_of_exe, reap, tail, wait_exited,
+                        wait_gone)
 from lib.web import http_request
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -132,7 +133,7 @@ class ProviderService:
     def stop_backend(self):
         pids = pids_of_exe(self.exe)
         kill_pids(pids, signal.SIGKILL)
-        wait_gone(pids, 5)
+        wait_gone(pids, DEADLINE.timeout(30))
 
     def restart_backend(self, extra=None):
         self.stop_backend()
@@ -346,13 +347,16 @@ class Instance:
             pass
 
     def stop_workers(self, grace=5.0):
-        """SIGTERM to every worker, SIGKILL after grace; True if all left on SIGTERM."""
+        """SIGTERM to every worker, SIGKILL to those that have not exited
+        after grace; True if all exited on SIGTERM.  Then waits for them
+        to be gone (a threaded worker's teardown, slow under
+        ThreadSanitizer on a busy machine, is not counted in grace)."""
         pids = self.worker_pids()
         kill_pids(pids, signal.SIGTERM)
-        clean = wait_gone(pids, grace)
+        clean = wait_exited(pids, grace)
         if not clean:
             kill_pids(pids, signal.SIGKILL)
-            wait_gone(pids, 3)
+        wait_gone(pids, DEADLINE.timeout(30))
         return clean, pids
 
     def stop(self):
@@ -539,9 +543,9 @@ class Nginx(Instance):
         super().stop()
         pids = pids_of_exe(self.basic_exe)
         kill_pids(pids, signal.SIGTERM)
-        if not wait_gone(pids, 3.0):
+        if not wait_exited(pids, 3.0):
             kill_pids(pids, signal.SIGKILL)
-            wait_gone(pids, 3)
+        wait_gone(pids, DEADLINE.timeout(30))
 
     def restart_workers(self):
         clean, before = self.stop_workers()

@@ -30,7 +30,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from lib.common import (DEADLINE, HOST, SANITIZER_MARKS, Results,  # noqa: E402
                         become_subreaper, note, proc_alive, proc_state,
-                        wait_gone)
+                        wait_exited)
 from lib.servers import (CLASSES, INSTANCES, Apache, Lighttpd,  # noqa: E402
                          Nginx, cleanup_all)
 from lib.web import Reply, http_request  # noqa: E402
@@ -703,7 +703,8 @@ def run_graceful_stop(build, args):
         th.join(DEADLINE.timeout(15))
         expect("r" in got, f"no answer: {got.get('e')!r}")
         expect(got["r"].status == 201, f"expected 201, got {got['r'].brief()}")
-        expect(wait_gone(busy, 5), "the worker did not exit after its request")
+        expect(wait_exited(busy, DEADLINE.timeout(15)),
+               "the worker did not exit after its request")
         st = inst.stats()
         expect(st["charges"] == 1 and st["payments"] == 1,
                f"charges={st['charges']} payments={st['payments']}")
