@@ -420,7 +420,7 @@ class Instance:
                                timeout=DEADLINE.timeout(15))
         if p.returncode != 0:
             raise RuntimeError(f"spawn-fcgi exited {p.returncode}\n" + self.log_tail())
-        end = time.monotonic() + 3
+        end = time.monotonic() + DEADLINE.timeout(15)
         while time.monotonic() < end and len(pids_of_exe(exe)) < self.workers:
             time.sleep(0.05)
         n = len(pids_of_exe(exe))
