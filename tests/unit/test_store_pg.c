@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <libpq-fe.h>
 
@@ -387,6 +388,127 @@ test_quota_near_bound(void)
 	store_close(s);
 }
 
+/* A claim held inside its transaction until the test lets it go. */
+struct held {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int inside, go;
+};
+
+static int
+held_hook(void *ctx, struct idem_tx *tx)
+{
+	struct held *h = ctx;
+	struct timespec ts;
+
+	(void)tx;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 30;
+	pthread_mutex_lock(&h->mu);
+	h->inside = 1;
+	pthread_cond_broadcast(&h->cv);
+	while (!h->go)
+		if (pthread_cond_timedwait(&h->cv, &h->mu, &ts) != 0)
+			break;
+	pthread_mutex_unlock(&h->mu);
+	return IDEM_OK;
+}
+
+struct gated {
+	pthread_t tid;
+	struct store *s;
+	const char *key;
+	struct held *h;   /* NULL: no hook */
+	int rc, decision, done;
+};
+
+static void *
+gated_main(void *arg)
+{
+	struct gated *g = arg;
+	struct store_first first = { 0, NULL, 0, held_hook, g->h };
+	struct store_claim c;
+	uint8_t t[REC_TOKEN_SIZE];
+
+	memset(t, 9, sizeof(t));
+	g->rc = store_claim(g->s, "gated", g->key, fp_a, t, T0, LEASE, TTL,
+	    g->h != NULL ? &first : NULL, &c);
+	if (g->rc == IDEM_OK) {
+		g->decision = (int)c.decision;
+		rec_free(&c.rec);
+	}
+	__atomic_store_n(&g->done, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+/*
+ * The margin that lets claims far from the bound go on at once, seen
+ * from the edge: a claim A waits inside its transaction, unseen; a
+ * claim C commits beside it; a claim B then sees one claim fewer than
+ * max_connections - 1 below the bound, so it cannot count on A's 1
+ * being among the others it allows for: it passes the gate exclusive,
+ * which waits for A's commit (the test sees B's lock wait in
+ * pg_locks), and then counts A.  All three are claimed.
+ */
+static void
+test_quota_margin(void)
+{
+	long long conns = sql("SHOW max_connections");
+	struct gated a, b;
+	struct held h;
+	struct store *s;
+	int i, waiting = 0;
+
+	CU_ASSERT_FATAL(conns > 0);
+	s = open_store((uint64_t)conns + 24, 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	HARNESS_EQ(sql("INSERT INTO idem_quota (scope, slot, n) VALUES "
+	    "('gated', 4096, 24)"), 0);
+	memset(&h, 0, sizeof(h));
+	pthread_mutex_init(&h.mu, NULL);
+	pthread_cond_init(&h.cv, NULL);
+	memset(&a, 0, sizeof(a));
+	a.s = s;
+	a.key = "a";
+	a.h = &h;
+	CU_ASSERT_FATAL(pthread_create(&a.tid, NULL, gated_main, &a) == 0);
+	pthread_mutex_lock(&h.mu);
+	while (!h.inside && !__atomic_load_n(&a.done, __ATOMIC_SEQ_CST))
+		pthread_cond_wait(&h.cv, &h.mu);
+	pthread_mutex_unlock(&h.mu);
+	/* Far enough from the bound: C goes in beside A. */
+	HARNESS_EQ(claim(s, "gated", "c", 3, T0), ENGINE_CLAIM);
+	memset(&b, 0, sizeof(b));
+	b.s = s;
+	b.key = "b";
+	CU_ASSERT_FATAL(pthread_create(&b.tid, NULL, gated_main, &b) == 0);
+	/* B waits for the gate while A holds it shared. */
+	for (i = 0; i < 2000 && !waiting &&
+	    !__atomic_load_n(&b.done, __ATOMIC_SEQ_CST); i++) {
+		waiting = sql("SELECT count(*) FROM pg_locks WHERE locktype = "
+		    "'advisory' AND NOT granted") > 0;
+		if (!waiting)
+			usleep(10000);
+	}
+	HARNESS_EQ(waiting, 1);
+	HARNESS_EQ(__atomic_load_n(&b.done, __ATOMIC_SEQ_CST), 0);
+	pthread_mutex_lock(&h.mu);
+	h.go = 1;
+	pthread_cond_broadcast(&h.cv);
+	pthread_mutex_unlock(&h.mu);
+	pthread_join(a.tid, NULL);
+	pthread_join(b.tid, NULL);
+	HARNESS_EQ(a.rc, IDEM_OK);
+	HARNESS_EQ(a.decision, ENGINE_CLAIM);
+	HARNESS_EQ(b.rc, IDEM_OK);
+	HARNESS_EQ(b.decision, ENGINE_CLAIM);
+	HARNESS_EQ(sql("SELECT sum(n) FROM idem_quota WHERE scope = 'gated'"),
+	    24 + 3);
+	pthread_cond_destroy(&h.cv);
+	pthread_mutex_destroy(&h.mu);
+	store_close(s);
+}
+
 /* Two claims that must be inside their hooks at once (or time out). */
 struct meet {
 	pthread_mutex_t mu;
@@ -674,6 +796,8 @@ harness_suites(void)
 		    test_quota_near_bound },
 		{ "one scope's claims do not queue on its count",
 		    test_quota_no_queue },
+		{ "a claim near the bound waits for those it cannot see",
+		    test_quota_margin },
 		{ "table counts under concurrency", test_counts },
 		{ "migration starts the counts", test_migrate_counts },
 #ifdef IDEM_FAULT_POINTS
