@@ -164,7 +164,8 @@ pg_get_u64(const PGresult *r, int row, int col)
  * broken, and the pool opens a new one in its place.
  */
 static PGresult *
-pg_exec_begin(struct pgconn *pc, const char *sql, struct pgargs *a)
+pg_exec_begin(struct pgconn *pc, const char *sql,
+    const struct pgargs *a)
 {
 	PGconn *c = pc->c;
 	PGresult *r, *out = NULL;
@@ -176,9 +177,8 @@ pg_exec_begin(struct pgconn *pc, const char *sql, struct pgargs *a)
 	}
 	/* store_pg_pipeline:fail leaves the results unread, as a lost read would. */
 	if (PQsendQueryParams(c, "BEGIN", 0, NULL, NULL, NULL, NULL, 1) ==
-	    1 && PQsendQueryParams(c, sql, a != NULL ? a->n : 0, NULL,
-	    a != NULL ? a->v : NULL, a != NULL ? a->len : NULL,
-	    a != NULL ? a->fmt : NULL, 1) == 1 && PQpipelineSync(c) == 1 &&
+	    1 && PQsendQueryParams(c, sql, a->n, NULL, a->v, a->len, a->fmt,
+	    1) == 1 && PQpipelineSync(c) == 1 &&
 	    !fault_point("store_pg_pipeline")) {
 		/* Each statement's results end with NULL; then the Sync. */
 		for (i = 0; i < 2; i++)
@@ -204,6 +204,8 @@ int
 pg_exec(struct pgconn *pc, const char *sql, struct pgargs *a,
     PGresult **res)
 {
+	static const struct pgargs none;
+	const struct pgargs *p = a != NULL ? a : &none;
 	PGresult *r;
 	const char *state;
 	ExecStatusType st;
@@ -214,11 +216,10 @@ pg_exec(struct pgconn *pc, const char *sql, struct pgargs *a,
 		return IDEM_EIO;
 	if (pc->begin) {
 		pc->begin = 0;
-		r = pg_exec_begin(pc, sql, a);
+		r = pg_exec_begin(pc, sql, p);
 	} else
-		r = PQexecParams(pc->c, sql, a != NULL ? a->n : 0, NULL,
-		    a != NULL ? a->v : NULL, a != NULL ? a->len : NULL,
-		    a != NULL ? a->fmt : NULL, 1);
+		r = PQexecParams(pc->c, sql, p->n, NULL, p->v, p->len, p->fmt,
+		    1);
 	if (r == NULL)
 		return pc->broken ? IDEM_EIO : IDEM_ENOMEM;
 	st = PQresultStatus(r);

@@ -313,35 +313,43 @@ pg_lock(struct pgconn *pc, uint64_t h)
 	return pg_run(pc, "SELECT pg_advisory_xact_lock($1::bigint)", &a);
 }
 
+/* How a write to a scope's count passes the scope's gate. */
+enum pg_gate {
+	PG_GATE_NONE,     /* a delete: it cannot take a scope past its bound */
+	PG_GATE_SHARED,   /* a claim far from the bound */
+	PG_GATE_ALONE     /* a claim that counts exactly */
+};
+
 /*
  * Adds delta to the count of scope's records, in the session's slot
  * (whose row stays locked to the commit; only sessions that share the
- * slot wait for each other there).  A claim passes the scope's gate
- * first, a transaction-scoped advisory lock taken shared, or exclusive
- * to count exactly (gate < 0: none, for the deletes, which cannot take
- * a scope past its bound).
+ * slot wait for each other there), after passing the scope's gate, a
+ * transaction-scoped advisory lock.  Taken shared, the lock is in the
+ * statement that adds, so that a claim far from the bound pays no round
+ * trip for it.
  */
 static int
-pg_quota_add(struct pgconn *pc, const char *scope, int delta, int gate)
+pg_quota_add(struct pgconn *pc, const char *scope, int delta,
+    enum pg_gate gate)
 {
 	struct pgargs a = { 0 };
+	uint64_t h = pg_lock_hash('s', "", scope, strlen(scope));
+	int rc;
 
+	if (gate == PG_GATE_ALONE && (rc = pg_lock(pc, h)) != IDEM_OK)
+		return rc;
 	pg_arg_bytes(&a, scope, strlen(scope));
 	pg_arg_u64(&a, pg_slot(pc));
 	pg_arg_str(&a, delta > 0 ? "1" : "-1");
-	if (gate < 0)
+	if (gate != PG_GATE_SHARED)
 		return pg_run(pc, "INSERT INTO idem_quota AS q (scope, slot, n) "
 		    "VALUES ($1, $2, $3) ON CONFLICT (scope, slot) DO UPDATE "
 		    "SET n = q.n + excluded.n", &a);
-	pg_arg_u64(&a, pg_lock_hash('s', "", scope, strlen(scope)));
-	return pg_run(pc, gate ?
-	    "INSERT INTO idem_quota AS q (scope, slot, n) SELECT $1, $2, $3 "
-	    "FROM (SELECT pg_advisory_xact_lock($4::bigint)) g "
-	    "ON CONFLICT (scope, slot) DO UPDATE SET n = q.n + excluded.n" :
-	    "INSERT INTO idem_quota AS q (scope, slot, n) SELECT $1, $2, $3 "
-	    "FROM (SELECT pg_advisory_xact_lock_shared($4::bigint)) g "
-	    "ON CONFLICT (scope, slot) DO UPDATE SET n = q.n + excluded.n",
-	    &a);
+	pg_arg_u64(&a, h);
+	return pg_run(pc, "INSERT INTO idem_quota AS q (scope, slot, n) "
+	    "SELECT $1, $2, $3 FROM (SELECT pg_advisory_xact_lock_shared("
+	    "$4::bigint)) g ON CONFLICT (scope, slot) DO UPDATE SET "
+	    "n = q.n + excluded.n", &a);
 }
 
 /*
@@ -399,7 +407,8 @@ pg_quota_claim(struct pgstore *s, struct pgconn *pc, const char *scope,
 	size_t purged = 0;
 	int rc;
 
-	if ((rc = pg_quota_add(pc, scope, 1, *exclusive)) != IDEM_OK ||
+	if ((rc = pg_quota_add(pc, scope, 1, *exclusive ? PG_GATE_ALONE :
+	    PG_GATE_SHARED)) != IDEM_OK ||
 	    s->max_keys == 0 ||
 	    (rc = pg_quota_sum(pc, scope, &n, &conns)) != IDEM_OK)
 		return rc;
@@ -418,7 +427,7 @@ pg_quota_claim(struct pgstore *s, struct pgconn *pc, const char *scope,
 	*changed = purged > 0;
 	if (n <= s->max_keys)
 		return IDEM_OK;
-	if ((rc = pg_quota_add(pc, scope, -1, -1)) != IDEM_OK ||
+	if ((rc = pg_quota_add(pc, scope, -1, PG_GATE_NONE)) != IDEM_OK ||
 	    (rc = pg_exec(pc, "SELECT purge_at FROM idem_keys WHERE purge_at "
 	    "IS NOT NULL ORDER BY purge_at LIMIT 1", NULL, &res)) != IDEM_OK)
 		return rc;
@@ -695,7 +704,7 @@ pg_release_op(struct pgstore *s, struct pgconn *pc, struct pg_own_job *a,
 	pg_arg_bytes(&args, a->key, strlen(a->key));
 	if ((rc = pg_run(pc, "DELETE FROM idem_keys WHERE scope = $1 AND "
 	    "key = $2", &args)) != IDEM_OK ||
-	    (rc = pg_quota_add(pc, a->scope, -1, -1)) != IDEM_OK)
+	    (rc = pg_quota_add(pc, a->scope, -1, PG_GATE_NONE)) != IDEM_OK)
 		return rc;
 	if (a->hook != NULL)
 		rc = pg_run_hook(s, pc, a->hook, a->hook_ctx, NULL);
@@ -1191,7 +1200,7 @@ pg_tx_put(struct idem_tx *tx, const char *table, const void *key,
 		t->delta[pg_table_index(t->s, table)]++;
 		return IDEM_OK;
 	}
-	a.n = 3;
+	a.n = 3;          /* the update takes all but the lock's hash */
 	return pg_run(t->pc, "UPDATE idem_rows SET v = $3 WHERE tbl = $1 AND "
 	    "k = $2", &a);
 }

@@ -388,57 +388,111 @@ test_quota_near_bound(void)
 	store_close(s);
 }
 
-/* A claim held inside its transaction until the test lets it go. */
-struct held {
+/*
+ * Claims held inside their transactions: each one's hook counts itself
+ * in, then waits until need of them are in (0: until the test lets them
+ * go), 30 s at most; one that gave up counts in alone.
+ */
+struct hold {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	int inside, go;
+	int in, need, go, alone;
 };
 
 static int
-held_hook(void *ctx, struct idem_tx *tx)
+hold_hook(void *ctx, struct idem_tx *tx)
 {
-	struct held *h = ctx;
+	struct hold *h = ctx;
 	struct timespec ts;
 
 	(void)tx;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += 30;
 	pthread_mutex_lock(&h->mu);
-	h->inside = 1;
+	h->in++;
 	pthread_cond_broadcast(&h->cv);
-	while (!h->go)
+	while (!h->go && (h->need == 0 || h->in < h->need))
 		if (pthread_cond_timedwait(&h->cv, &h->mu, &ts) != 0)
 			break;
+	if (!h->go && (h->need == 0 || h->in < h->need))
+		h->alone++;
 	pthread_mutex_unlock(&h->mu);
 	return IDEM_OK;
 }
 
-struct gated {
+static void
+hold_init(struct hold *h, int need)
+{
+	memset(h, 0, sizeof(*h));
+	h->need = need;
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_cond_init(&h->cv, NULL);
+}
+
+static void
+hold_release(struct hold *h)
+{
+	pthread_mutex_lock(&h->mu);
+	h->go = 1;
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+}
+
+static void
+hold_destroy(struct hold *h)
+{
+	pthread_cond_destroy(&h->cv);
+	pthread_mutex_destroy(&h->mu);
+}
+
+/* A claim of a new key on a thread of its own, held by h (NULL: not). */
+struct held_claim {
 	pthread_t tid;
 	struct store *s;
-	const char *key;
-	struct held *h;   /* NULL: no hook */
+	const char *scope, *key;
+	struct hold *h;
 	int rc, decision, done;
 };
 
 static void *
-gated_main(void *arg)
+held_claim_main(void *arg)
 {
-	struct gated *g = arg;
-	struct store_first first = { 0, NULL, 0, held_hook, g->h };
+	struct held_claim *w = arg;
+	struct store_first first = { 0, NULL, 0, hold_hook, w->h };
 	struct store_claim c;
 	uint8_t t[REC_TOKEN_SIZE];
 
 	memset(t, 9, sizeof(t));
-	g->rc = store_claim(g->s, "gated", g->key, fp_a, t, T0, LEASE, TTL,
-	    g->h != NULL ? &first : NULL, &c);
-	if (g->rc == IDEM_OK) {
-		g->decision = (int)c.decision;
+	w->rc = store_claim(w->s, w->scope, w->key, fp_a, t, T0, LEASE, TTL,
+	    w->h != NULL ? &first : NULL, &c);
+	if (w->rc == IDEM_OK) {
+		w->decision = (int)c.decision;
 		rec_free(&c.rec);
 	}
-	__atomic_store_n(&g->done, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&w->done, 1, __ATOMIC_SEQ_CST);
 	return NULL;
+}
+
+static void
+held_claim_start(struct held_claim *w, struct store *s, const char *scope,
+    const char *key, struct hold *h)
+{
+	memset(w, 0, sizeof(*w));
+	w->s = s;
+	w->scope = scope;
+	w->key = key;
+	w->h = h;
+	CU_ASSERT_FATAL(pthread_create(&w->tid, NULL, held_claim_main, w) ==
+	    0);
+}
+
+/* Joins w: its key was claimed afresh. */
+static void
+held_claim_join(struct held_claim *w)
+{
+	pthread_join(w->tid, NULL);
+	HARNESS_EQ(w->rc, IDEM_OK);
+	HARNESS_EQ(w->decision, ENGINE_CLAIM);
 }
 
 /*
@@ -454,8 +508,8 @@ static void
 test_quota_margin(void)
 {
 	long long conns = sql("SHOW max_connections");
-	struct gated a, b;
-	struct held h;
+	struct held_claim a, b;
+	struct hold h;
 	struct store *s;
 	int i, waiting = 0;
 
@@ -464,25 +518,20 @@ test_quota_margin(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
 	HARNESS_EQ(sql("INSERT INTO idem_quota (scope, slot, n) VALUES "
 	    "('gated', 4096, 24)"), 0);
-	memset(&h, 0, sizeof(h));
-	pthread_mutex_init(&h.mu, NULL);
-	pthread_cond_init(&h.cv, NULL);
-	memset(&a, 0, sizeof(a));
-	a.s = s;
-	a.key = "a";
-	a.h = &h;
-	CU_ASSERT_FATAL(pthread_create(&a.tid, NULL, gated_main, &a) == 0);
+	hold_init(&h, 0);
+	held_claim_start(&a, s, "gated", "a", &h);
 	pthread_mutex_lock(&h.mu);
-	while (!h.inside && !__atomic_load_n(&a.done, __ATOMIC_SEQ_CST))
+	while (h.in == 0 && !__atomic_load_n(&a.done, __ATOMIC_SEQ_CST))
 		pthread_cond_wait(&h.cv, &h.mu);
 	pthread_mutex_unlock(&h.mu);
 	/* Far enough from the bound: C goes in beside A. */
 	HARNESS_EQ(claim(s, "gated", "c", 3, T0), ENGINE_CLAIM);
-	memset(&b, 0, sizeof(b));
-	b.s = s;
-	b.key = "b";
-	CU_ASSERT_FATAL(pthread_create(&b.tid, NULL, gated_main, &b) == 0);
-	/* B waits for the gate while A holds it shared. */
+	held_claim_start(&b, s, "gated", "b", NULL);
+	/*
+	 * B waits for the gate while A holds it shared: another server
+	 * process's lock wait, seen only by asking, every 10 ms for 20 s
+	 * at most.
+	 */
 	for (i = 0; i < 2000 && !waiting &&
 	    !__atomic_load_n(&b.done, __ATOMIC_SEQ_CST); i++) {
 		waiting = sql("SELECT count(*) FROM pg_locks WHERE locktype = "
@@ -492,75 +541,14 @@ test_quota_margin(void)
 	}
 	HARNESS_EQ(waiting, 1);
 	HARNESS_EQ(__atomic_load_n(&b.done, __ATOMIC_SEQ_CST), 0);
-	pthread_mutex_lock(&h.mu);
-	h.go = 1;
-	pthread_cond_broadcast(&h.cv);
-	pthread_mutex_unlock(&h.mu);
-	pthread_join(a.tid, NULL);
-	pthread_join(b.tid, NULL);
-	HARNESS_EQ(a.rc, IDEM_OK);
-	HARNESS_EQ(a.decision, ENGINE_CLAIM);
-	HARNESS_EQ(b.rc, IDEM_OK);
-	HARNESS_EQ(b.decision, ENGINE_CLAIM);
+	hold_release(&h);
+	held_claim_join(&a);
+	held_claim_join(&b);
+	HARNESS_EQ(h.alone, 0);
 	HARNESS_EQ(sql("SELECT sum(n) FROM idem_quota WHERE scope = 'gated'"),
 	    24 + 3);
-	pthread_cond_destroy(&h.cv);
-	pthread_mutex_destroy(&h.mu);
+	hold_destroy(&h);
 	store_close(s);
-}
-
-/* Two claims that must be inside their hooks at once (or time out). */
-struct meet {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int in, alone;
-};
-
-static int
-meet_hook(void *ctx, struct idem_tx *tx)
-{
-	struct meet *m = ctx;
-	struct timespec ts;
-
-	(void)tx;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 20;
-	pthread_mutex_lock(&m->mu);
-	m->in++;
-	pthread_cond_broadcast(&m->cv);
-	while (m->in < 2)
-		if (pthread_cond_timedwait(&m->cv, &m->mu, &ts) != 0)
-			break;
-	if (m->in < 2)
-		m->alone++;
-	pthread_mutex_unlock(&m->mu);
-	return IDEM_OK;
-}
-
-struct meeter {
-	pthread_t tid;
-	struct store *s;
-	struct meet *m;
-	const char *key;
-	int rc, decision;
-};
-
-static void *
-meeter_main(void *arg)
-{
-	struct meeter *w = arg;
-	struct store_first first = { 0, NULL, 0, meet_hook, w->m };
-	struct store_claim c;
-	uint8_t t[REC_TOKEN_SIZE];
-
-	memset(t, 7, sizeof(t));
-	w->rc = store_claim(w->s, "busy", w->key, fp_a, t, T0, LEASE, TTL,
-	    &first, &c);
-	if (w->rc == IDEM_OK) {
-		w->decision = (int)c.decision;
-		rec_free(&c.rec);
-	}
-	return NULL;
 }
 
 /*
@@ -572,36 +560,23 @@ static void
 test_quota_no_queue(void)
 {
 	static const uint64_t bounds[] = { 1000000, 0 };
-	struct meeter w[2];
-	struct meet m;
+	struct held_claim w[2];
+	struct hold h;
 	struct store *s;
 	size_t b;
-	int i;
 
 	for (b = 0; b < sizeof(bounds) / sizeof(bounds[0]); b++) {
 		s = open_store(bounds[b], 1);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-		memset(&m, 0, sizeof(m));
-		pthread_mutex_init(&m.mu, NULL);
-		pthread_cond_init(&m.cv, NULL);
-		for (i = 0; i < 2; i++) {
-			memset(&w[i], 0, sizeof(w[i]));
-			w[i].s = s;
-			w[i].m = &m;
-			w[i].key = i == 0 ? "k1" : "k2";
-			CU_ASSERT_FATAL(pthread_create(&w[i].tid, NULL,
-			    meeter_main, &w[i]) == 0);
-		}
-		for (i = 0; i < 2; i++) {
-			pthread_join(w[i].tid, NULL);
-			HARNESS_EQ(w[i].rc, IDEM_OK);
-			HARNESS_EQ(w[i].decision, ENGINE_CLAIM);
-		}
-		HARNESS_EQ(m.alone, 0);
+		hold_init(&h, 2);
+		held_claim_start(&w[0], s, "busy", "k1", &h);
+		held_claim_start(&w[1], s, "busy", "k2", &h);
+		held_claim_join(&w[0]);
+		held_claim_join(&w[1]);
+		HARNESS_EQ(h.alone, 0);
 		HARNESS_EQ(sql("SELECT sum(n) FROM idem_quota WHERE scope = "
 		    "'busy'"), 2);
-		pthread_cond_destroy(&m.cv);
-		pthread_mutex_destroy(&m.mu);
+		hold_destroy(&h);
 		store_close(s);
 	}
 }
