@@ -1,6 +1,7 @@
 """The run's deadline, results and closing line, and process helpers."""
 
 import os
+import signal
 import socket
 import threading
 import time
@@ -177,6 +178,19 @@ def wait_gone(pids, seconds):
             return True
         time.sleep(0.05)
     return not any(proc_alive(p) for p in pids)
+
+
+def terminate(pids, grace):
+    """SIGTERM to pids, SIGKILL to those whose main thread has not exited
+    after grace seconds, then a wait for all to be gone (a threaded
+    worker's teardown, slow under ThreadSanitizer on a busy machine, is
+    not counted in grace).  True if all exited on SIGTERM."""
+    kill_pids(pids, signal.SIGTERM)
+    clean = wait_exited(pids, grace)
+    if not clean:
+        kill_pids(pids, signal.SIGKILL)
+    wait_gone(pids, DEADLINE.timeout(30))
+    return clean
 
 
 def tail(path, n=15):

@@ -17,8 +17,7 @@ import tempfile
 import time
 
 from lib.common import (DEADLINE, HOST, free_port, kill_pids, note,
-                        pids_of_exe, reap, tail, wait_exited,
-                        wait_gone)
+                        pids_of_exe, reap, tail, terminate, wait_gone)
 from lib.web import http_request
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -347,17 +346,9 @@ class Instance:
             pass
 
     def stop_workers(self, grace=5.0):
-        """SIGTERM to every worker, SIGKILL to those that have not exited
-        after grace; True if all exited on SIGTERM.  Then waits for them
-        to be gone (a threaded worker's teardown, slow under
-        ThreadSanitizer on a busy machine, is not counted in grace)."""
+        """Every worker stopped (terminate); True if all exited on SIGTERM."""
         pids = self.worker_pids()
-        kill_pids(pids, signal.SIGTERM)
-        clean = wait_exited(pids, grace)
-        if not clean:
-            kill_pids(pids, signal.SIGKILL)
-        wait_gone(pids, DEADLINE.timeout(30))
-        return clean, pids
+        return terminate(pids, grace), pids
 
     def stop(self):
         self.stop_server()
@@ -374,9 +365,7 @@ class Instance:
         machine), and once its main thread has left, worker_pids() no
         longer finds it, so stop_workers() does not wait for it."""
         self.stop()
-        if not wait_gone(pids, DEADLINE.timeout(30)):
-            kill_pids(pids, signal.SIGKILL)
-            wait_gone(pids, DEADLINE.timeout(10))
+        wait_gone(pids, DEADLINE.timeout(30))
 
     def cleanup(self):
         try:
@@ -541,11 +530,7 @@ class Nginx(Instance):
 
     def stop(self):
         super().stop()
-        pids = pids_of_exe(self.basic_exe)
-        kill_pids(pids, signal.SIGTERM)
-        if not wait_exited(pids, 3.0):
-            kill_pids(pids, signal.SIGKILL)
-        wait_gone(pids, DEADLINE.timeout(30))
+        terminate(pids_of_exe(self.basic_exe), 3.0)
 
     def restart_workers(self):
         clean, before = self.stop_workers()
