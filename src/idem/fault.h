@@ -16,6 +16,8 @@
  *                                          also store_checkpoint,
  *                                          store_complete, and store_wait
  *                                          (every write of the batch);
+ *                                          batch_commit: the commit fails
+ *                                          after the batch's jobs ran;
  *                                          store_pg_pipeline: the first
  *                                          statement's results are left
  *                                          unread (PostgreSQL)

@@ -454,6 +454,21 @@ lstore_rc_clean(int rc)
 }
 
 /*
+ * Commits a batch's transaction, or, at the fault point batch_commit
+ * (fail), aborts it after its jobs ran and fails as a commit whose pages
+ * cannot be written does.
+ */
+static int
+lstore_batch_commit(MDB_txn *txn)
+{
+	if (fault_point("batch_commit")) {
+		mdb_txn_abort(txn);
+		return IDEM_EIO;
+	}
+	return lstore_commit_timed(txn);
+}
+
+/*
  * Runs jobs one to a transaction, each committed alone when it wrote and
  * rolled back alone when it failed: the batch's way out when a job did
  * not fail cleanly.
@@ -478,8 +493,7 @@ lstore_batch_alone(struct lstore *any, struct store_job *batch)
 			j->wrote = 0;
 			continue;
 		}
-		fault_point("batch_commit");
-		if ((rc = lstore_commit_timed(txn)) != IDEM_OK) {
+		if ((rc = lstore_batch_commit(txn)) != IDEM_OK) {
 			j->rc = rc;
 			j->wrote = 0;
 			continue;
@@ -493,11 +507,15 @@ lstore_batch_alone(struct lstore *any, struct store_job *batch)
 /*
  * Runs a batch of jobs in the write transaction txn and commits it once:
  * one durable sync for the whole batch.  A job's result is final only
- * after that commit; if it fails, every job that wrote gets its error,
- * since none of their writes happened.  Jobs fail cleanly, before they
- * write, in all but rare cases (lstore_rc_clean); when one does not, the
- * batch is rolled back and each job run again in a transaction of its
- * own, so one request's failure never undoes another's write.
+ * after that commit.  If it fails, every job of the batch gets its error,
+ * those that only read too: a job reads the writes of the jobs before it
+ * in the batch, so a replay, a 409, a 422, a scope at its bound, a claim
+ * found lost or a row found to exist may have been decided on writes that
+ * never reached the disk (doc/DESIGN.md, invariant 8).  Jobs fail
+ * cleanly, before they write, in all but rare cases (lstore_rc_clean);
+ * when one does not, the batch is rolled back and each job run again in
+ * a transaction of its own, so one request's failure never undoes
+ * another's write.
  */
 static void
 lstore_batch_run(struct lstore *any, MDB_txn *txn, struct store_job *batch)
@@ -521,10 +539,12 @@ lstore_batch_run(struct lstore *any, MDB_txn *txn, struct store_job *batch)
 		mdb_txn_abort(txn);
 		return;
 	}
-	fault_point("batch_commit");
-	if ((rc = lstore_commit_timed(txn)) != IDEM_OK) {
+	if ((rc = lstore_batch_commit(txn)) != IDEM_OK) {
 		for (j = batch; j != NULL; j = j->next)
+#ifdef IDEM_PLANT_BATCH_READERS
+			/* The planted bug: only the writers hear of it. */
 			if (j->wrote > 0)
+#endif
 				j->rc = rc;
 		return;
 	}
@@ -647,6 +667,9 @@ lstore_write(struct lstore *s, store_job_fn fn, void *arg)
 	if ((lead = !e->leading) != 0)
 		e->leading = 1;
 	pthread_mutex_unlock(&e->mu);
+	/* Tests hold a job here to know it is queued behind a leader. */
+	if (!lead)
+		fault_point("store_queued");
 	for (;;) {
 		/* Our job is queued, so a commit we lead carries it. */
 		if (lead)

@@ -4,10 +4,13 @@
  */
 #include "config.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "crypto.h"
@@ -363,6 +366,134 @@ test_failed_begin(void)
 }
 #endif
 
+/* One write of test_failed_commit_fails_all, on a thread of its own. */
+struct held_write {
+	pthread_t tid;
+	const char *key;
+	int kind;              /* 0 claim, 1 complete (token 1), 2 row */
+	uint8_t fp[FP_SIZE];
+	int rc;
+	struct store_claim c;
+};
+
+static void *
+held_write_main(void *arg)
+{
+	struct held_write *w = arg;
+	struct rec_response resp;
+	uint8_t t[REC_TOKEN_SIZE];
+
+	memset(&resp, 0, sizeof(resp));
+	resp.status = 201;
+	token(t, w->kind == 1, 9);
+	if (w->kind == 2)
+		w->rc = store_insert_once(st, "ledger", w->key, strlen(w->key),
+		    "v", 1, NULL);
+	else if (w->kind == 1)
+		w->rc = store_complete(st, "acct", w->key, t, &resp, NULL, NULL,
+		    T0 + 1, TTL);
+	else
+		w->rc = store_claim(st, "acct", w->key, w->fp, t, T0 + 1, LEASE,
+		    TTL, NULL, &w->c);
+	return NULL;
+}
+
+/*
+ * Opens fifo for writing, which returns once a fault point's wait= has
+ * opened it for reading (the thread is there), and closes it, which lets
+ * that thread go on.  A fifo a reader still holds would let the next
+ * writer through at once, so the next wait gets a new fifo of the same
+ * name.
+ */
+static void
+fifo_release(const char *fifo)
+{
+	int fd = open(fifo, O_WRONLY);
+
+	CU_ASSERT_FATAL(fd != -1);
+	close(fd);
+	CU_ASSERT_FATAL(unlink(fifo) == 0);
+	CU_ASSERT_FATAL(mkfifo(fifo, 0600) == 0);
+}
+
+static void
+held_start(struct held_write *w, const char *key, int kind)
+{
+	memset(w, 0, sizeof(*w));
+	w->key = key;
+	w->kind = kind;
+	memcpy(w->fp, fp, FP_SIZE);
+	CU_ASSERT_FATAL(pthread_create(&w->tid, NULL, held_write_main, w) ==
+	    0);
+}
+
+/*
+ * Invariant 8, no verdict on an uncommitted write.  One batch carries,
+ * in this order: a claim of "lead" (its leader's, held at store_wait
+ * until the others are queued), the completion of "done", a claim of
+ * "done" (which reads that completion: a replay), the claim of "busy",
+ * a second claim of "busy" (which reads the first: a 409), and a row
+ * inserted twice (the second finds the first: "already there", as the
+ * in-process ledger's "already charged").  The commit fails after they
+ * ran (batch_commit:fail): every one of them fails, the replay, the 409
+ * and the row found too, and the store holds what it held.
+ */
+static void
+test_failed_commit_fails_all(void)
+{
+	char fifo_lead[600], fifo_queued[600], spec[1300];
+	struct held_write lead, done, replay, busy, conflict, row, again;
+	struct held_write *w[] = { &done, &replay, &busy, &conflict, &row,
+	    &again };
+	static const char *const keys[] = { "done", "done", "busy", "busy",
+	    "row", "row" };
+	static const int kinds[] = { 1, 0, 0, 0, 2, 2 };
+	struct buf b = BUF_INIT;
+	uint8_t t[REC_TOKEN_SIZE];
+	struct store_claim c;
+	struct rec r;
+	size_t i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	token(t, 1, 9);
+	HARNESS_EQ(store_claim(st, "acct", "done", fp, t, T0, LEASE, TTL, NULL,
+	    &c), IDEM_OK);
+	HARNESS_EQ(c.decision, ENGINE_CLAIM);
+	rec_free(&c.rec);
+	snprintf(fifo_lead, sizeof(fifo_lead), "%s/lead.fifo", dir);
+	snprintf(fifo_queued, sizeof(fifo_queued), "%s/queued.fifo", dir);
+	CU_ASSERT_FATAL(mkfifo(fifo_lead, 0600) == 0);
+	CU_ASSERT_FATAL(mkfifo(fifo_queued, 0600) == 0);
+	snprintf(spec, sizeof(spec), "store_wait:wait=%s,store_queued:wait=%s,"
+	    "batch_commit:fail", fifo_lead, fifo_queued);
+	setenv("IDEM_FAULT", spec, 1);
+	held_start(&lead, "lead", 0);
+	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		held_start(w[i], keys[i], kinds[i]);
+		fifo_release(fifo_queued);
+	}
+	fifo_release(fifo_lead);
+	pthread_join(lead.tid, NULL);
+	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++)
+		pthread_join(w[i]->tid, NULL);
+	unsetenv("IDEM_FAULT");
+	HARNESS_EQ(lead.rc, IDEM_EIO);
+	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		HARNESS_EQ(w[i]->rc, IDEM_EIO);
+		HARNESS_EQ(w[i]->c.decision, 0);
+		rec_free(&w[i]->c.rec);
+	}
+	rec_free(&lead.c.rec);
+	/* Only the claim made before is there, still in progress. */
+	HARNESS_EQ(store_lookup(st, "acct", "lead", &r), IDEM_ENOTFOUND);
+	HARNESS_EQ(store_lookup(st, "acct", "busy", &r), IDEM_ENOTFOUND);
+	HARNESS_EQ(store_lookup(st, "acct", "done", &r), IDEM_OK);
+	HARNESS_EQ(r.state, REC_IN_PROGRESS);
+	rec_free(&r);
+	HARNESS_EQ(store_get(st, "ledger", "row", 3, &b), IDEM_ENOTFOUND);
+	buf_free(&b);
+}
+
 int
 harness_suites(void)
 {
@@ -382,6 +513,11 @@ harness_suites(void)
 	    test_failure_rolls_back_alone) == NULL ||
 	    CU_add_test(s, "a batch that cannot begin writes nothing",
 	    test_failed_begin) == NULL)
+		return -1;
+	/* PostgreSQL's transactions are one write each: no batch to share. */
+	if (!harness_pg() &&
+	    CU_add_test(s, "a failed commit fails every job of its batch",
+	    test_failed_commit_fails_all) == NULL)
 		return -1;
 #endif
 	return 0;
