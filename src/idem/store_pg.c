@@ -411,10 +411,16 @@ pg_write(struct pgstore *s, pg_tx_fn fn, void *arg)
 				continue;
 			break;
 		}
-		/* As LMDB's group commit does before its commit. */
-		fault_point("batch_commit");
+		/*
+		 * As LMDB's group commit does before its commit; there a
+		 * failure stands for a COMMIT that does not go through.
+		 */
 		c0 = metrics_now_us();
-		crc = pg_end(pc, "COMMIT");
+		if (fault_point("batch_commit")) {
+			(void)pg_end(pc, "ROLLBACK");
+			crc = IDEM_EIO;
+		} else
+			crc = pg_end(pc, "COMMIT");
 		metrics_add(METRIC_STORE_COMMIT_US, metrics_now_us() - c0);
 		if (crc == PG_RETRY)
 			continue;

@@ -366,6 +366,33 @@ test_failed_begin(void)
 }
 #endif
 
+/*
+ * A write whose commit fails after it ran (the fault point
+ * batch_commit:fail: on LMDB the batch's transaction is aborted, on
+ * PostgreSQL its COMMIT becomes a ROLLBACK) fails and leaves nothing.
+ */
+static void
+test_failed_commit(void)
+{
+	uint8_t t[REC_TOKEN_SIZE];
+	struct store_claim c;
+	struct buf b = BUF_INIT;
+	struct rec r;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	token(t, 0, 0);
+	setenv("IDEM_FAULT", "batch_commit:fail", 1);
+	HARNESS_EQ(store_claim(st, "acct", "k", fp, t, T0, LEASE, TTL, NULL,
+	    &c), IDEM_EIO);
+	rec_free(&c.rec);
+	HARNESS_EQ(store_insert_once(st, "ledger", "row", 3, "value", 5,
+	    NULL), IDEM_EIO);
+	unsetenv("IDEM_FAULT");
+	HARNESS_EQ(store_lookup(st, "acct", "k", &r), IDEM_ENOTFOUND);
+	HARNESS_EQ(store_get(st, "ledger", "row", 3, &b), IDEM_ENOTFOUND);
+	buf_free(&b);
+}
+
 /* One write of test_failed_commit_fails_all, on a thread of its own. */
 struct held_write {
 	pthread_t tid;
@@ -513,6 +540,9 @@ harness_suites(void)
 	    test_failure_rolls_back_alone) == NULL ||
 	    CU_add_test(s, "a batch that cannot begin writes nothing",
 	    test_failed_begin) == NULL)
+		return -1;
+	if (CU_add_test(s, "a write whose commit fails leaves nothing",
+	    test_failed_commit) == NULL)
 		return -1;
 	/* PostgreSQL's transactions are one write each: no batch to share. */
 	if (!harness_pg() &&
