@@ -129,7 +129,8 @@ ctl_store(int read_only)
 int
 ctl_print(const struct buf *b)
 {
-	if (fwrite(b->data, 1, b->len, stdout) != b->len ||
+	/* An empty buffer may have no data at all: nothing to write. */
+	if ((b->len > 0 && fwrite(b->data, 1, b->len, stdout) != b->len) ||
 	    fflush(stdout) != 0) {
 		perror("idemctl: stdout");
 		return CTL_FAIL;
