@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "crypto.h"
 #include "err.h"
 #include "handlers.h"
@@ -187,11 +188,22 @@ ctl_hash_key(const char *secret)
 	return CTL_OK;
 }
 
+/*
+ * The account is checked by the rule the keys file is read with, so the
+ * line printed always parses: a line that did not would stop every
+ * worker at start.
+ */
 static int
 ctl_new_key(const char *account)
 {
 	char secret[64], hex[2 * CRYPTO_SHA256_SIZE + 1];
 	uint8_t raw[24], d[CRYPTO_SHA256_SIZE];
+
+	if (!auth_principal_valid(account)) {
+		fprintf(stderr, "idemctl: new-key: an account name is "
+		    AUTH_PRINCIPAL_RULE "\n");
+		return CTL_USAGE;
+	}
 
 	crypto_random(raw, sizeof(raw));
 	memcpy(secret, "sk_", 3);

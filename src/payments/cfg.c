@@ -111,9 +111,8 @@ config_auth(struct config *cfg, char *err, size_t errlen)
 	    errlen) != 0)
 		return -1;
 	if (!auth_principal_valid(cfg->metrics_account)) {
-		snprintf(err, errlen, "IDEM_METRICS_ACCOUNT must be 1 to %d "
-		    "of A-Z a-z 0-9 . _ @ -, not \"%s\"", AUTH_PRINCIPAL_MAX,
-		    cfg->metrics_account);
+		snprintf(err, errlen, "IDEM_METRICS_ACCOUNT must be "
+		    AUTH_PRINCIPAL_RULE ", not \"%s\"", cfg->metrics_account);
 		return -1;
 	}
 	return 0;
