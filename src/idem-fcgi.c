@@ -40,7 +40,8 @@ static const char usage_text[] =
     "       idem-fcgi --help | --version\n"
     "A FastCGI responder (or, with no FastCGI socket on standard input, one\n"
     "CGI request), configured by IDEM_* environment variables: see\n"
-    "idem-fcgi(8).\n";
+    "idem-fcgi(8).  The payment provider must be named: IDEM_PROVIDER_URL=\n"
+    "http://HOST:PORT, or IDEM_PROVIDER=simulated for tests.\n";
 
 /*
  * The command line, read before anything else: --help and --version are
@@ -94,7 +95,9 @@ main(int argc, char *argv[])
 	options(argc, argv);
 	if (crypto_init() != IDEM_OK)
 		return fail("libsodium failed to start");
-	if (config_load(&cfg, err, sizeof(err)) != 0)
+	/* A worker that may not charge must not open the store either. */
+	if (config_load(&cfg, err, sizeof(err)) != 0 ||
+	    config_provider_check(&cfg, err, sizeof(err)) != 0)
 		return fail(err);
 	/* Before any thread: the HTTP client's global state. */
 	if (provider_global_init() != IDEM_OK)

@@ -315,6 +315,9 @@ class Scenario:
             "IDEM_PROVIDER_DIR": os.path.join(self.tmp, "provider"),
             "IDEM_KEYS_FILE": keys,
             "IDEM_SECRET_FILE": secret,
+            # The in-process simulated provider, chosen as every program
+            # that may charge must be told: none is ever a default.
+            "IDEM_PROVIDER": "simulated",
         }
         if self.pg is not None:
             # A fresh database per scenario, migrated as an operator would.
