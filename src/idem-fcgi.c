@@ -4,8 +4,9 @@
  * Under a FastCGI process manager (spawn-fcgi, mod_fcgid, lighttpd) it
  * answers requests until told to stop; run as a CGI program it answers
  * one.  Configuration comes from the environment (see cfg.h and
- * idem-fcgi(8)).
+ * idem-fcgi(8)); the command line takes only --help and --version.
  */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -34,8 +35,56 @@ fail(const char *why)
 	return 1;
 }
 
+static const char usage_text[] =
+    "usage: idem-fcgi\n"
+    "       idem-fcgi --help | --version\n"
+    "A FastCGI responder (or, with no FastCGI socket on standard input, one\n"
+    "CGI request), configured by IDEM_* environment variables: see\n"
+    "idem-fcgi(8).  The payment provider must be named: IDEM_PROVIDER_URL=\n"
+    "http://HOST:PORT, or IDEM_PROVIDER=simulated for tests.\n";
+
+/*
+ * The command line, read before anything else: --help and --version are
+ * answered without reading the configuration or creating anything, and
+ * anything else on the command line is a mistake, never a request.  A
+ * CGI server may pass a query string without "=" as arguments (RFC 3875
+ * section 4.4, the search string), which a script may ignore: with
+ * GATEWAY_INTERFACE set the arguments are the request's, not ours.
+ */
+static void
+options(int argc, char *argv[])
+{
+	static const struct option longs[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int ch;
+
+	if (getenv("GATEWAY_INTERFACE") != NULL)
+		return;
+	while ((ch = getopt_long(argc, argv, "hV", longs, NULL)) != -1) {
+		switch (ch) {
+		case 'h':
+			fputs(usage_text, stdout);
+			exit(fflush(stdout) == 0 ? 0 : 1);
+		case 'V':
+			printf("idem-fcgi (%s) %s\n", PACKAGE_NAME,
+			    PACKAGE_VERSION);
+			exit(fflush(stdout) == 0 ? 0 : 1);
+		default:
+			fputs(usage_text, stderr);
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		fputs(usage_text, stderr);
+		exit(2);
+	}
+}
+
 int
-main(void)
+main(int argc, char *argv[])
 {
 	struct server_config sc;
 	struct config cfg;
@@ -43,9 +92,12 @@ main(void)
 	char err[256];
 	int rc;
 
+	options(argc, argv);
 	if (crypto_init() != IDEM_OK)
 		return fail("libsodium failed to start");
-	if (config_load(&cfg, err, sizeof(err)) != 0)
+	/* A worker that may not charge must not open the store either. */
+	if (config_load(&cfg, err, sizeof(err)) != 0 ||
+	    config_provider_check(&cfg, err, sizeof(err)) != 0)
 		return fail(err);
 	/* Before any thread: the HTTP client's global state. */
 	if (provider_global_init() != IDEM_OK)

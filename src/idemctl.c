@@ -21,12 +21,17 @@
  * The configuration is the responder's: IDEM_* variables (cfg.h), with
  * -d, -p and -s over them.  Exit statuses are in idemctl.h.
  */
+#include <sys/stat.h>
+
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "crypto.h"
 #include "err.h"
 #include "handlers.h"
@@ -109,6 +114,58 @@ ctl_where(void)
 	return ctl_cfg.store[0] != '\0' ? ctl_cfg.store : ctl_cfg.db_dir;
 }
 
+void
+ctl_need_lmdb(const char *what, const char *dir)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/data.mdb", dir) >=
+	    sizeof(path)) {
+		fprintf(stderr, "idemctl: %s %s: the name is too long\n", what,
+		    dir);
+		exit(CTL_FAIL);
+	}
+	if (stat(path, &st) == 0) {
+		if (S_ISREG(st.st_mode))
+			return;
+		errno = ENOENT;
+	}
+	if (errno == ENOENT || errno == ENOTDIR)
+		fprintf(stderr, "idemctl: %s %s: no store there (idem-fcgi "
+		    "creates it at its first start; idemctl never does)\n",
+		    what, dir);
+	else
+		fprintf(stderr, "idemctl: %s %s: %s\n", what, dir,
+		    strerror(errno));
+	exit(CTL_FAIL);
+}
+
+void
+ctl_need_store(void)
+{
+	if (ctl_cfg.store[0] == '\0')
+		ctl_need_lmdb("store", ctl_cfg.db_dir);
+}
+
+void
+ctl_need_provider(void)
+{
+	char err[512];
+
+	if (config_provider_check(&ctl_cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "idemctl: %s\n", err);
+		exit(CTL_FAIL);
+	}
+}
+
+void
+ctl_need_ledger(void)
+{
+	if (ctl_cfg.provider == CONFIG_PROVIDER_SIMULATED)
+		ctl_need_lmdb("provider ledger", ctl_cfg.provider_dir);
+}
+
 struct store *
 ctl_store(int read_only)
 {
@@ -118,6 +175,7 @@ ctl_store(int read_only)
 	struct store *s;
 	int rc;
 
+	ctl_need_store();
 	if ((rc = store_open(&sc, &s)) != IDEM_OK) {
 		fprintf(stderr, "idemctl: store %s: %s\n", where,
 		    idem_strerror(rc));
@@ -129,7 +187,8 @@ ctl_store(int read_only)
 int
 ctl_print(const struct buf *b)
 {
-	if (fwrite(b->data, 1, b->len, stdout) != b->len ||
+	/* An empty buffer may have no data at all: nothing to write. */
+	if ((b->len > 0 && fwrite(b->data, 1, b->len, stdout) != b->len) ||
 	    fflush(stdout) != 0) {
 		perror("idemctl: stdout");
 		return CTL_FAIL;
@@ -186,11 +245,22 @@ ctl_hash_key(const char *secret)
 	return CTL_OK;
 }
 
+/*
+ * The account is checked by the rule the keys file is read with, so the
+ * line printed always parses: a line that did not would stop every
+ * worker at start.
+ */
 static int
 ctl_new_key(const char *account)
 {
 	char secret[64], hex[2 * CRYPTO_SHA256_SIZE + 1];
 	uint8_t raw[24], d[CRYPTO_SHA256_SIZE];
+
+	if (!auth_principal_valid(account)) {
+		fprintf(stderr, "idemctl: new-key: an account name is "
+		    AUTH_PRINCIPAL_RULE "\n");
+		return CTL_USAGE;
+	}
 
 	crypto_random(raw, sizeof(raw));
 	memcpy(secret, "sk_", 3);

@@ -43,8 +43,33 @@ int ctl_options(int argc, char *argv[], const char *opts,
 /* A whole number from 1 to max, or -1. */
 long long ctl_number(const char *s, long long max);
 
-/* The store, opened; exits with CTL_FAIL (after a message) when it fails. */
+/*
+ * The store, opened; exits with CTL_FAIL (after a message) when it fails
+ * or does not exist (ctl_need_store).
+ */
 struct store *ctl_store(int read_only);
+
+/*
+ * Exits with CTL_FAIL, after a message naming what and dir, unless dir
+ * holds an LMDB environment.  idemctl reads and changes stores and never
+ * makes one: a mistyped directory or a forgotten variable must fail, not
+ * show an empty store's zero counts (the responder creates the store).
+ */
+void ctl_need_lmdb(const char *what, const char *dir);
+
+/* ctl_need_lmdb for the idempotency store, unless it is PostgreSQL's. */
+void ctl_need_store(void);
+
+/*
+ * Exits with CTL_FAIL, after a message naming the settings, unless the
+ * configuration names the payment provider (config_provider_check).
+ * Every command that calls the provider calls this first, before it
+ * opens the store.
+ */
+void ctl_need_provider(void);
+
+/* ctl_need_lmdb for the simulated provider's ledger, when it is the one. */
+void ctl_need_ledger(void);
 
 /* The key's name in the responder's log ("-" without the secret). */
 void ctl_keyhash(const char *scope, const char *key,

@@ -175,13 +175,13 @@ ctl_resume_env(struct pay_env *env)
 		.secret_file = ctl_cfg.secret_file[0] != '\0' ?
 		    ctl_cfg.secret_file : NULL,
 	};
-	struct provider_config pc = { ctl_cfg.provider_dir, ctl_cfg.map_size,
-	    ctl_cfg.provider_latency_ms, ctl_cfg.provider_fail,
-	    ctl_cfg.commit_delay_us,
-	    ctl_cfg.provider_url[0] != '\0' ? ctl_cfg.provider_url : NULL,
-	    ctl_cfg.provider_timeout_ms };
+	struct provider_config pc;
 	int rc;
 
+	ctl_need_provider();
+	ctl_need_store();
+	ctl_need_ledger();
+	config_provider(&ctl_cfg, &pc);
 	memset(env, 0, sizeof(*env));
 	env->cfg = &ctl_cfg;
 	/* A stored decline names its problem type as the responder does. */

@@ -19,6 +19,7 @@
 #include "err.h"
 #include "handlers.h"
 #include "idem.h"
+#include "idemctl.h"
 #include "idemctl_seal.h"
 #include "seal.h"
 #include "store.h"
@@ -148,6 +149,7 @@ ctl_rekey(const struct config *cfg, int argc, char **argv)
 	}
 	k.pause.tv_sec = (time_t)(ms / 1000);
 	k.pause.tv_nsec = (long)(ms % 1000) * 1000000L;
+	ctl_need_store();
 	memset(&opt, 0, sizeof(opt));
 	opt.dir = cfg->store[0] != '\0' ? cfg->store : cfg->db_dir;
 	opt.map_size = cfg->map_size;

@@ -76,10 +76,7 @@ ctl_count(void *ctx, const char *scope, const char *key, const struct rec *r)
 int
 ctl_stats(int argc, char *argv[])
 {
-	struct provider_config pc = { ctl_cfg.provider_dir, ctl_cfg.map_size,
-	    0, PROVIDER_FAIL_NONE, 0,
-	    ctl_cfg.provider_url[0] != '\0' ? ctl_cfg.provider_url : NULL,
-	    ctl_cfg.provider_timeout_ms };
+	struct provider_config pc;
 	struct ctl_stats st = { 0, 0, 0, 0, 0, clock_now_ms() };
 	struct provider *p = NULL;
 	struct store *s;
@@ -89,7 +86,15 @@ ctl_stats(int argc, char *argv[])
 
 	if (ctl_options(argc, argv, "", NULL, NULL) != argc)
 		ctl_usage();
+	/* The provider's counts are part of the answer: it must be named. */
+	ctl_need_provider();
+	config_provider(&ctl_cfg, &pc);
+	/* Counting charges neither waits nor fails on purpose. */
+	pc.latency_ms = 0;
+	pc.fail = PROVIDER_FAIL_NONE;
+	pc.commit_delay_us = 0;
 	s = ctl_store(0);
+	ctl_need_ledger();
 	if ((rc = store_each(s, ctl_count, &st)) != IDEM_OK ||
 	    (rc = store_count(s, PAY_TABLE_PAYMENTS, &payments)) != IDEM_OK ||
 	    (rc = store_count(s, REFUND_TABLE_REFUNDS, &refunds)) != IDEM_OK) {

@@ -77,6 +77,12 @@ app_open_with(const struct config *cfg, const struct app_inject *inj,
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	/* Never a simulator by default: the caller names the provider. */
+	if ((inj == NULL || inj->provider == NULL) &&
+	    config_provider_check(cfg, err, errlen) != 0) {
+		free(a);
+		return -1;
+	}
 	a->cfg = *cfg;
 	if (inj != NULL) {
 		a->inj = *inj;
@@ -140,11 +146,7 @@ app_open_locked(struct app *a)
 	};
 	uint8_t secret[KEYHASH_SECRET_SIZE];
 	char err[PATH_MAX + 64];
-	struct provider_config pc = { a->cfg.provider_dir, a->cfg.map_size,
-	    a->cfg.provider_latency_ms, a->cfg.provider_fail,
-	    a->cfg.commit_delay_us,
-	    a->cfg.provider_url[0] != '\0' ? a->cfg.provider_url : NULL,
-	    a->cfg.provider_timeout_ms };
+	struct provider_config pc;
 	int rc;
 
 	if (a->idem == NULL) {
@@ -168,6 +170,7 @@ app_open_locked(struct app *a)
 			fprintf(stderr, "idem: keys logged as \"-\": %s\n",
 			    err);
 	}
+	config_provider(&a->cfg, &pc);
 	if (a->provider == NULL &&
 	    (rc = provider_open(&pc, &a->provider)) != IDEM_OK) {
 		a->provider = NULL;

@@ -1,9 +1,10 @@
 /*
  * app.h: the payments application, wired to the HTTP server.
  *
- * app_open opens the store, the provider's ledger and the keys file; call
- * it in each worker process, after fork.  app_handle is the server's
- * handler.
+ * app_open opens the store, the provider and the keys file; call it in
+ * each worker process, after fork.  It fails, before it opens anything,
+ * when cfg names no provider (config_provider_check).  app_handle is the
+ * server's handler.
  */
 #ifndef PAY_APP_H
 #define PAY_APP_H
@@ -21,8 +22,8 @@ void app_close(struct app *a);
 /*
  * What a harness (tests/sim) puts in place of what app_open would open:
  * a store backend (NULL: LMDB), the library's clock (NULL: the system's)
- * and a provider (NULL: the simulated one in cfg->provider_dir; else the
- * app's own from then on, closed by app_close).
+ * and a provider (NULL: the one cfg names, which it must; else the app's
+ * own from then on, closed by app_close).
  */
 struct store_ops;
 struct provider;

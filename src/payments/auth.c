@@ -186,7 +186,7 @@ auth_keys_line(struct auth_keys *k, char *line, const char **why)
 		end++;
 
 	if (!auth_valid_principal(acct, alen)) {
-		*why = "invalid account name (1 to 64 of A-Z a-z 0-9 . _ @ -)";
+		*why = "invalid account name (" AUTH_PRINCIPAL_RULE ")";
 		return IDEM_EINVAL;
 	}
 	if (hlen != 2 * CRYPTO_SHA256_SIZE ||

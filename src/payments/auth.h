@@ -29,6 +29,12 @@
 #include <stddef.h>
 
 #define AUTH_PRINCIPAL_MAX 64
+/*
+ * The one rule for an account name, in the keys file, in idemctl
+ * new-key, in REMOTE_USER and in IDEM_METRICS_ACCOUNT, as messages state
+ * it (AUTH_PRINCIPAL_MAX characters at most).
+ */
+#define AUTH_PRINCIPAL_RULE "1 to 64 of A-Z a-z 0-9 . _ @ -"
 
 struct auth_keys;
 

@@ -111,9 +111,8 @@ config_auth(struct config *cfg, char *err, size_t errlen)
 	    errlen) != 0)
 		return -1;
 	if (!auth_principal_valid(cfg->metrics_account)) {
-		snprintf(err, errlen, "IDEM_METRICS_ACCOUNT must be 1 to %d "
-		    "of A-Z a-z 0-9 . _ @ -, not \"%s\"", AUTH_PRINCIPAL_MAX,
-		    cfg->metrics_account);
+		snprintf(err, errlen, "IDEM_METRICS_ACCOUNT must be "
+		    AUTH_PRINCIPAL_RULE ", not \"%s\"", cfg->metrics_account);
 		return -1;
 	}
 	return 0;
@@ -135,6 +134,78 @@ config_log(struct config *cfg, char *err, size_t errlen)
 	snprintf(err, errlen, "IDEM_LOG must be \"text\" or \"json\", not "
 	    "\"%s\"", s);
 	return -1;
+}
+
+static const char config_provider_help[] = "set IDEM_PROVIDER_URL="
+    "http://HOST:PORT for the provider service (idem-provider), or "
+    "IDEM_PROVIDER=simulated for the in-process simulator (tests and "
+    "demonstrations only)";
+
+/*
+ * IDEM_PROVIDER and IDEM_PROVIDER_URL: which provider charges.  A
+ * simulator is never chosen by default, nor alongside a service's URL,
+ * since a payment charged against a ledger nobody else reads is lost.
+ */
+static int
+config_provider_load(struct config *cfg, char *err, size_t errlen)
+{
+	const char *s = getenv("IDEM_PROVIDER");
+	int url = cfg->provider_url[0] != '\0';
+
+	if (url && strncmp(cfg->provider_url, "http://", 7) != 0 &&
+	    strncmp(cfg->provider_url, "https://", 8) != 0) {
+		snprintf(err, errlen, "IDEM_PROVIDER_URL must start with "
+		    "http:// or https://, not \"%s\"", cfg->provider_url);
+		return -1;
+	}
+	if (s == NULL || *s == '\0' || strcmp(s, "service") == 0) {
+		if (s != NULL && *s != '\0' && !url) {
+			snprintf(err, errlen, "IDEM_PROVIDER=service needs "
+			    "IDEM_PROVIDER_URL=http://HOST:PORT");
+			return -1;
+		}
+		cfg->provider = url ? CONFIG_PROVIDER_SERVICE :
+		    CONFIG_PROVIDER_NONE;
+		return 0;
+	}
+	if (strcmp(s, "simulated") != 0) {
+		snprintf(err, errlen, "IDEM_PROVIDER must be \"service\" or "
+		    "\"simulated\", not \"%s\"", s);
+		return -1;
+	}
+	if (url) {
+		snprintf(err, errlen, "IDEM_PROVIDER=simulated and "
+		    "IDEM_PROVIDER_URL=%s name two providers: unset one",
+		    cfg->provider_url);
+		return -1;
+	}
+	cfg->provider = CONFIG_PROVIDER_SIMULATED;
+	return 0;
+}
+
+int
+config_provider_check(const struct config *cfg, char *err, size_t errlen)
+{
+	if (cfg->provider == CONFIG_PROVIDER_SERVICE ||
+	    cfg->provider == CONFIG_PROVIDER_SIMULATED)
+		return 0;
+	snprintf(err, errlen, "no payment provider is configured: %s",
+	    config_provider_help);
+	return -1;
+}
+
+void
+config_provider(const struct config *cfg, struct provider_config *pc)
+{
+	memset(pc, 0, sizeof(*pc));
+	pc->dir = cfg->provider_dir;
+	pc->map_size = cfg->map_size;
+	pc->latency_ms = cfg->provider_latency_ms;
+	pc->fail = cfg->provider_fail;
+	pc->commit_delay_us = cfg->commit_delay_us;
+	pc->url = cfg->provider == CONFIG_PROVIDER_SERVICE ?
+	    cfg->provider_url : NULL;
+	pc->timeout_ms = cfg->provider_timeout_ms;
 }
 
 int
@@ -190,13 +261,8 @@ config_load(struct config *cfg, char *err, size_t errlen)
 	    config_string("IDEM_PROVIDER_URL", "", cfg->provider_url,
 	    sizeof(cfg->provider_url), err, errlen) != 0)
 		return -1;
-	if (cfg->provider_url[0] != '\0' &&
-	    strncmp(cfg->provider_url, "http://", 7) != 0 &&
-	    strncmp(cfg->provider_url, "https://", 8) != 0) {
-		snprintf(err, errlen, "IDEM_PROVIDER_URL must start with "
-		    "http:// or https://, not \"%s\"", cfg->provider_url);
+	if (config_provider_load(cfg, err, errlen) != 0)
 		return -1;
-	}
 	cfg->provider_timeout_ms = (unsigned)ptimeout;
 	if (lease >= ttl) {
 		snprintf(err, errlen, "IDEM_LEASE (%llu s) must be shorter "

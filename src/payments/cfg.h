@@ -21,16 +21,26 @@
  *   IDEM_KEYS_PER_ACCOUNT     live keys per account    map size / 4 KiB
  *                             (0: no bound)
  *   IDEM_FINGERPRINT          canonical | raw          canonical
- *   IDEM_PROVIDER_LATENCY_MS  provider delay           0
- *   IDEM_PROVIDER_FAIL        none | decline | unavailable | timeout
- *   IDEM_PROVIDER_URL         the provider service     "" (in-process ledger)
+ *   IDEM_PROVIDER_URL         the provider service     "" (none)
  *                             (http://HOST:PORT)
+ *   IDEM_PROVIDER             service | simulated      "" (none; see below)
+ *   IDEM_PROVIDER_LATENCY_MS  simulated provider delay 0
+ *   IDEM_PROVIDER_FAIL        none | decline | unavailable | timeout
  *   IDEM_PROVIDER_TIMEOUT_MS  one call to the service  10000
  *   IDEM_MOUNT                path prefix to strip     ""
  *   IDEM_PROBLEM_BASE         problem type URI base    /problems/
  *   IDEM_AUTH                 bearer | remote-user     bearer
  *   IDEM_METRICS_ACCOUNT      who may read /metrics    metrics
  *   IDEM_LOG                  text | json              text
+ *
+ * The payment provider has no default.  IDEM_PROVIDER_URL names the
+ * provider service (IDEM_PROVIDER may then say "service" or nothing);
+ * IDEM_PROVIDER=simulated, alone, chooses the in-process simulator and
+ * its ledger in IDEM_PROVIDER_DIR, for tests and demonstrations.  With
+ * neither, config_load succeeds (idemctl's commands that never charge
+ * need no provider) and config_provider_check fails: every program that
+ * may call the provider calls it at start, before it opens anything, so
+ * that a forgotten setting can never charge against a simulator.
  */
 #ifndef PAY_CFG_H
 #define PAY_CFG_H
@@ -42,6 +52,14 @@
 #include "auth.h"
 #include "idem.h"
 #include "provider.h"
+
+/* The payment provider (IDEM_PROVIDER, IDEM_PROVIDER_URL). */
+enum config_provider {
+	CONFIG_PROVIDER_NONE,       /* not configured: may not charge */
+	CONFIG_PROVIDER_SERVICE,    /* idem-provider at provider_url */
+	CONFIG_PROVIDER_SIMULATED,  /* in-process, ledger in provider_dir */
+	CONFIG_PROVIDER__MAX
+};
 
 /* The form of the request log (IDEM_LOG): one line of each per request. */
 enum config_log {
@@ -72,6 +90,7 @@ struct config {
 	unsigned threads;
 	unsigned commit_delay_us;
 	enum idem_fp_mode fp_mode;
+	enum config_provider provider;
 	unsigned provider_latency_ms;
 	enum provider_fail provider_fail;
 	char provider_url[512];
@@ -88,5 +107,18 @@ struct config {
  * naming the variable at fault in err.
  */
 int config_load(struct config *cfg, char *err, size_t errlen);
+
+/*
+ * Whether cfg names a payment provider.  Returns 0, or -1 with a sentence
+ * naming the settings that choose one in err.
+ */
+int config_provider_check(const struct config *cfg, char *err,
+    size_t errlen);
+
+/*
+ * Fills *pc for provider_open from cfg, whose provider must be set
+ * (config_provider_check).  The strings pc points to are cfg's.
+ */
+void config_provider(const struct config *cfg, struct provider_config *pc);
 
 #endif

@@ -315,6 +315,10 @@ class Server:
         self.env.update(S.bench_env)
         self.env.update(S.user_env)
         self.env.update(env_extra or {})
+        # The provider is always named: the simulated one unless the
+        # caller points the workers at the provider service.
+        if not self.env.get("IDEM_PROVIDER_URL"):
+            self.env.setdefault("IDEM_PROVIDER", "simulated")
         self.conf = render(os.path.join(ETC, "lighttpd", "idem-external.conf"),
                            self.mapping, os.path.join(self.root, "lighttpd.conf"))
         self.wlog = os.path.join(self.root, "worker.log")

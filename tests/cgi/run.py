@@ -31,6 +31,7 @@ import re
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -143,13 +144,13 @@ def parse_scenario(path):
             steps.append(Step(m.group(1), lineno, m.group(3).strip(),
                               m.group(2)))
             continue
-        m = re.match(r"^(expect|check|store-lacks|db-lacks|ctl)\s*:\s*(.*)$",
-                     text)
+        m = re.match(r"^(expect|check|store-lacks|db-lacks|ctl|run)\s*:\s*"
+                     r"(.*)$", text)
         if m:
             steps.append(Step(m.group(1), lineno, m.group(2).strip()))
             continue
-        m = re.match(r"^(env|unset|file|gate|reached|release|await|secret)"
-                     r"\s+(.*)$", text)
+        m = re.match(r"^(env|unset|file|gate|reached|release|await|secret|"
+                     r"snapshot|unchanged)\s+(.*)$", text)
         if m:
             steps.append(Step(m.group(1), lineno, m.group(2).strip()))
             continue
@@ -276,6 +277,7 @@ class Scenario:
         self.spawned = {}        # name -> (Popen, thread, result holder)
         self.gates = {}          # name -> fifo path
         self.gate_fds = {}       # name -> write fd
+        self.snapshots = {}      # name -> listing of the directory
         self.env = {}            # scenario-wide environment (None = unset)
         self.current = None      # the Response "expect" checks
         self.log = []
@@ -313,6 +315,9 @@ class Scenario:
             "IDEM_PROVIDER_DIR": os.path.join(self.tmp, "provider"),
             "IDEM_KEYS_FILE": keys,
             "IDEM_SECRET_FILE": secret,
+            # The in-process simulated provider, chosen as every program
+            # that may charge must be told: none is ever a default.
+            "IDEM_PROVIDER": "simulated",
         }
         if self.pg is not None:
             # A fresh database per scenario, migrated as an operator would.
@@ -988,11 +993,19 @@ class Scenario:
                                              out.strip().split("\n")])
 
     def ctl(self, step):
-        """Runs idemctl ARGS with the scenario's environment.  Indented
-        lines: "exit: N" (default 0), "prints: TEXT" (on stdout or
-        stderr)."""
+        """Runs idemctl ARGS with the scenario's environment (run:)."""
+        self.run_program(step, "idemctl", step.arg)
+
+    def run_program(self, step, program, argline):
+        """Runs PROGRAM (idemctl, idem-fcgi or idem-provider of the build)
+        with ARGS, split as a shell would split them, and the scenario's
+        environment.  Indented lines: "exit: N" (default 0), "prints:
+        TEXT" (on stdout or stderr)."""
         where = "line %d" % step.line
-        args = self.subst(step.arg, where).split()
+        if program not in ("idemctl", "idem-fcgi", "idem-provider"):
+            raise ScenarioError("%s: run: idemctl, idem-fcgi or "
+                                "idem-provider, not %r" % (where, program))
+        args = shlex.split(self.subst(argline, where))
         want_exit, prints = 0, []
         for lineno, text in step.body:
             k, _, v = text.partition(":")
@@ -1001,30 +1014,78 @@ class Scenario:
             elif k == "prints":
                 prints.append(self.subst(v.strip(), "line %d" % lineno))
             else:
-                raise ScenarioError("line %d: ctl takes exit: and prints:"
-                                    % lineno)
+                raise ScenarioError("line %d: %s takes exit: and prints:"
+                                    % (lineno, step.kind))
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         for name, value in self.env.items():
             if value is not None:
                 env[name] = self.subst(value, where)
+        shown = " ".join([program] + [shlex.quote(a) for a in args])
         try:
-            p = subprocess.run([os.path.join(self.build, "idemctl")] + args,
+            p = subprocess.run([os.path.join(self.build, program)] + args,
                                env=env, cwd=self.tmp,
                                stdin=subprocess.DEVNULL,
                                capture_output=True, timeout=self.timeout)
         except subprocess.TimeoutExpired:
-            raise Fail("%s: idemctl %s timed out" % (where, step.arg))
+            raise Fail("%s: %s timed out" % (where, shown))
         out = (p.stdout + p.stderr).decode("utf-8", "replace")
-        self.log.append("idemctl %s: %s" % (" ".join(args), out.strip()))
+        self.log.append("%s: %s" % (shown, out.strip()))
         if p.returncode != want_exit:
-            raise Fail("%s: idemctl %s exited %d, not %d" %
-                       (where, " ".join(args), p.returncode, want_exit),
+            raise Fail("%s: %s exited %d, not %d" %
+                       (where, shown, p.returncode, want_exit),
                        ["  " + l for l in out.strip().split("\n")])
         for text in prints:
             if text not in out:
-                raise Fail("%s: idemctl %s did not print %r" %
-                           (where, " ".join(args), text),
+                raise Fail("%s: %s did not print %r" % (where, shown, text),
                            ["  " + l for l in out.strip().split("\n")])
+
+    def file(self, step):
+        """file NAME: a regular file {tmp}/NAME holding one line of text
+        (a "directory" the store cannot open), or the indented "line:
+        TEXT" lines, substituted, each ending in a line feed."""
+        path = os.path.join(self.tmp, step.arg)
+        text = "not a directory\n"
+        if step.body:
+            text = ""
+            for lineno, line in step.body:
+                k, _, v = line.partition(":")
+                if k != "line":
+                    raise ScenarioError("line %d: file takes line: lines" %
+                                        lineno)
+                text += self.subst(v[1:] if v.startswith(" ") else v,
+                                   "line %d" % lineno) + "\n"
+        with open(path, "w", encoding="utf-8",
+                  errors="surrogateescape") as f:
+            f.write(text)
+
+    def listing(self):
+        """Every path under the scenario directory, with its type and, for
+        a regular file, its size: what a program that must create nothing
+        would change."""
+        seen = set()
+        for top, dirs, files in os.walk(self.tmp):
+            for name in dirs + files:
+                path = os.path.join(top, name)
+                st = os.lstat(path)
+                size = st.st_size if stat.S_ISREG(st.st_mode) else 0
+                seen.add((os.path.relpath(path, self.tmp),
+                          stat.S_IFMT(st.st_mode), size))
+        return seen
+
+    def snapshot(self, step):
+        self.snapshots[step.arg] = self.listing()
+
+    def unchanged(self, step):
+        if step.arg not in self.snapshots:
+            raise ScenarioError("line %d: unchanged %s: no such snapshot" %
+                                (step.line, step.arg))
+        before, now = self.snapshots[step.arg], self.listing()
+        if before != now:
+            raise Fail("line %d: the scenario directory changed since "
+                       "snapshot %s" % (step.line, step.arg),
+                       ["  new: %s" % p for p, _, _ in sorted(now - before)] +
+                       ["  gone or changed: %s" % p for p, _, _ in
+                        sorted(before - now)])
 
     def secret(self, step):
         """secret NAME: a new key file {tmp}/NAME (idemctl new-secret);
@@ -1128,6 +1189,13 @@ class Scenario:
             self.db_lacks(step)
         elif kind == "ctl":
             self.ctl(step)
+        elif kind == "run":
+            program, _, rest = step.arg.partition(" ")
+            self.run_program(step, program, rest)
+        elif kind == "snapshot":
+            self.snapshot(step)
+        elif kind == "unchanged":
+            self.unchanged(step)
         elif kind == "secret":
             self.secret(step)
         elif kind == "env":
@@ -1138,9 +1206,7 @@ class Scenario:
         elif kind == "unset":
             self.env[step.arg] = None
         elif kind == "file":
-            path = os.path.join(self.tmp, step.arg)
-            with open(path, "w") as f:
-                f.write("not a directory\n")
+            self.file(step)
         elif kind == "gate":
             self.gate(step)
         elif kind == "reached":
@@ -1149,7 +1215,8 @@ class Scenario:
             self.release(step)
         elif kind == "await":
             self.await_(step)
-        if step.body and kind not in ("request", "spawn", "expect", "ctl"):
+        if step.body and kind not in ("request", "spawn", "expect", "ctl",
+                                      "run", "file"):
             raise ScenarioError("line %d: %s takes no indented lines" %
                                 (step.line, kind))
 

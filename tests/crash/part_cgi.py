@@ -62,7 +62,8 @@ class CgiState:
                          "LD_LIBRARY_PATH"):
             if passthru in os.environ:
                 env[passthru] = os.environ[passthru]
-        env.update({"IDEM_DB_DIR": self.db, "IDEM_PROVIDER_DIR": self.provider,
+        env.update({"IDEM_DB_DIR": self.db, "IDEM_PROVIDER": "simulated",
+                    "IDEM_PROVIDER_DIR": self.provider,
                     "IDEM_KEYS_FILE": self.keys, "IDEM_LEASE": str(self.lease_s),
                     "IDEM_PROVIDER_LATENCY_MS": "0"})
         if self.store is not None:

@@ -48,6 +48,7 @@ class Cluster:
             argparse.Namespace(**dict(vars(args), provider_service=True)))
         self.provider = self.provider_home.provider
         self.env = {"IDEM_STORE": self.uri,
+                    "IDEM_PROVIDER": "service",
                     "IDEM_PROVIDER_URL": self.provider.url,
                     "IDEM_PROVIDER_TIMEOUT_MS": str(getattr(
                         args, "provider_timeout_ms", 10000))}

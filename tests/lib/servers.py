@@ -239,16 +239,22 @@ class Instance:
             "STATE": self.state, "WWW": self.www, "USER": self.user,
             "GROUP": self.group, "WORKERS": self.workers,
             "PROVIDER_LATENCY_MS": self.args.latency_ms,
+            # Which provider the workers are told to use: the simulated
+            # one unless the instance runs the provider service.
+            "PROVIDER": "simulated",
             "PROVIDER_URL": "",
             "PROVIDER_TIMEOUT_MS": getattr(self.args, "provider_timeout_ms", 10000),
         }
         if getattr(self.args, "provider_service", False) and self.provider_service_ok:
             self.provider = ProviderService(self)
+            self.mapping["PROVIDER"] = "service"
             self.mapping["PROVIDER_URL"] = self.provider.url
         self.idem_env = parse_env_file(
             render(os.path.join(ETC, "idem.env"), self.mapping,
                    os.path.join(self.root, "idem.env")))
-        if self.provider is not None:
+        if self.provider is None:
+            self.idem_env["IDEM_PROVIDER"] = "simulated"
+        else:
             self.idem_env["IDEM_PROVIDER_URL"] = self.provider.url
             self.idem_env["IDEM_PROVIDER_TIMEOUT_MS"] = str(
                 self.mapping["PROVIDER_TIMEOUT_MS"])

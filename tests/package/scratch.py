@@ -508,6 +508,17 @@ def main():
     try:
         check_account(root)
         env = check_config(root)
+        if env.get("IDEM_PROVIDER") or env.get("IDEM_PROVIDER_URL"):
+            R.fail("idem.env names no provider: the operator chooses one",
+                   "IDEM_PROVIDER=%s IDEM_PROVIDER_URL=%s" % (
+                       env.get("IDEM_PROVIDER"), env.get("IDEM_PROVIDER_URL")))
+        else:
+            R.ok("idem.env names no provider: the operator chooses one")
+        # As an operator without a provider service would: the simulated
+        # one, named, since nothing charges without being told where.
+        with open(root.at("/etc/idem/idem.env"), "a") as f:
+            f.write("IDEM_PROVIDER=simulated\n")
+        env["IDEM_PROVIDER"] = "simulated"
         udir, units = check_units(root, a.srcdir) or (None, [])
         digest = root.run(["idemctl", "hash-key", SECRET]).stdout.strip()
         if digest == hashlib.sha256(SECRET.encode()).hexdigest():

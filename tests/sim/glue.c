@@ -63,6 +63,8 @@ glue_config(struct config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->db_dir, sizeof(cfg->db_dir), "%s", dir);
 	snprintf(cfg->provider_dir, sizeof(cfg->provider_dir), "%s", dir);
+	/* simprov.c, linked in place of the in-process provider. */
+	cfg->provider = CONFIG_PROVIDER_SIMULATED;
 	snprintf(cfg->keys_file, sizeof(cfg->keys_file), "%s/keys", dir);
 	snprintf(cfg->secret_file, sizeof(cfg->secret_file), "%s", secret);
 	cfg->ttl_ms = W.ttl_ms;

@@ -27,7 +27,10 @@ request metrics-account: like first
   env IDEM_METRICS_ACCOUNT=ops team
 expect: 500
   problem: internal-error
-check: keys=0 charges=0
+# No responder started: no store, so no key and no charge.
+ctl: stats
+  exit: 1
+  prints: no store there
 
 request fixed: like metrics-account
   unset IDEM_METRICS_ACCOUNT

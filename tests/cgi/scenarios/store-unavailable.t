@@ -21,5 +21,8 @@ expect: 503
   problem: store-unavailable
   Retry-After: ~ [1-9][0-9]*
 
-# Nothing was charged.
-check: charges=0
+# Nothing was charged: not even the provider's ledger was opened, so
+# stats finds no store to count.
+ctl: stats
+  exit: 1
+  prints: no store there

@@ -13,4 +13,9 @@ expect: 503
   Retry-After: ~ [1-9][0-9]*
   no Location
 
-check: charges=0
+# Nothing was charged: not even the provider's ledger was opened, so
+# stats finds no store to count (on LMDB the idempotency store is not
+# there either).
+ctl: stats
+  exit: 1
+  prints: no store there
