@@ -659,6 +659,13 @@ refund_path_payment(const struct sim_req *rq, char *out, size_t len)
 }
 
 void
+check_on_failed_commit(struct sim_req *rq)
+{
+	if (rq != NULL)
+		rq->uncommitted = 1;
+}
+
+void
 check_on_answer(struct sim_req *rq, const struct sim_resp *r)
 {
 	struct stored *s;
@@ -667,6 +674,13 @@ check_on_answer(struct sim_req *rq, const struct sim_resp *r)
 	int post = strcmp(rq->method, "POST") == 0, same;
 
 	check_isolation(rq, r);
+	/*
+	 * Invariant 8: no verdict on an uncommitted write.  A request whose
+	 * store call rode a commit that failed may only say that it failed.
+	 */
+	if (rq->uncommitted && r->status < 500)
+		violation("r%d: %s key %s answered %d from a store call whose "
+		    "commit failed", rq->id, rq->scope, rq->key, r->status);
 	refund_path_payment(rq, payment, sizeof(payment));
 	if (post && payment[0] != '\0' && (o = owner_find(payment)) != NULL &&
 	    strcmp(o->scope, rq->scope) != 0 && r->status != 404 &&

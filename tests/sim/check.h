@@ -57,6 +57,13 @@ void check_claim_path(const char *scope, const char *key, char *path,
 /* A record the store purged. */
 void check_on_purge(const char *scope, const char *key, const struct rec *r);
 
+/*
+ * A store call of rq (NULL: of no request) rode a commit that failed
+ * after its job ran: whatever verdict it took was taken on writes that
+ * never reached the disk.
+ */
+void check_on_failed_commit(struct sim_req *rq);
+
 /* An answer about to be written to the client of rq. */
 void check_on_answer(struct sim_req *rq, const struct sim_resp *r);
 

@@ -61,6 +61,8 @@ planted(void)
 	return "refund-unchecked";
 #elif defined(IDEM_PLANT_RESUME_RELEASES)
 	return "resume-releases";
+#elif defined(IDEM_PLANT_BATCH_READERS)
+	return "batch-readers";
 #else
 	return NULL;
 #endif

@@ -78,6 +78,7 @@ struct profile {
 	uint32_t giveup_ppm, late_ppm, reuse_ppm, probe_ppm;
 	uint32_t refund_ppm;       /* a client refunds a payment it saw */
 	uint32_t race_ppm;         /* other refunds race a client's own */
+	uint32_t commit_fail_ppm;  /* a commit fails after its jobs ran */
 	uint64_t keys_per_account;  /* LMDB only: the per-scope bound */
 	int purge;
 	int completer;             /* idemctl resume runs beside the workers */
@@ -171,6 +172,8 @@ struct sim_req {
 	int attempt;
 	int worker;
 	int committed;              /* its own completion committed */
+	int uncommitted;            /* a store call of it rode a commit that
+	                               failed */
 	struct sim_resp committed_resp;
 };
 

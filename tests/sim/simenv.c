@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "check.h"
 #include "fault.h"
 #include "sim.h"
 
@@ -49,6 +50,19 @@ sim_store_fails(const char *name)
 int
 fault_point(const char *name)
 {
+	/* A group commit whose jobs ran, and whose commit fails. */
+	if (strcmp(name, "batch_commit") == 0) {
+		if (!sim_chance(W.pf.commit_fail_ppm))
+			return 0;
+		W.faults++;
+		trace("commit fails after its jobs ran");
+		/* One thread: the batch is the running request's job alone. */
+		check_on_failed_commit(sim_current_req());
+		return 1;
+	}
+	/* Only a write queued behind a leader gets here: never in one thread. */
+	if (strcmp(name, "store_queued") == 0)
+		return 0;
 	if (strncmp(name, "store_", 6) == 0 ||
 	    strncmp(name, "batch_", 6) == 0)
 		return strstr(name, "_commit") == NULL &&

@@ -19,6 +19,18 @@
  * Each operation yields before it runs (a crash there loses the write)
  * and after it commits (a crash there loses only the answer); nothing
  * yields inside a transaction, which is what makes it atomic.
+ *
+ * Writes are group-committed as store_lmdb.c commits them (lstore_write):
+ * one write transaction is open at a time (LMDB's write lock), owned by
+ * one worker (a process: a group commit is per environment and process).
+ * The write that finds none open leads one; while its leader gathers
+ * (yields), writes of the same worker join it, each reading the writes
+ * of the jobs before it, and writes of other workers wait for the lock.
+ * The leader then commits once, or the commit fails after its jobs ran
+ * (the profile's commit_fail_ppm, as a disk that cannot take the pages):
+ * then every job of the batch fails with it, the jobs that only read
+ * too, since their verdicts were taken on the batch's writes.  A worker
+ * that dies while its batch is open loses the batch.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -39,7 +51,8 @@
 #define T_MAX (IDEM_MAX_TABLES + 1)
 
 #define T_RECORDS 0   /* scope NUL key -> encoded record; then the app's */
-#define TXN_MAX 16
+#define TXN_MAX 256
+#define BATCH_MAX 64
 
 struct simstore {
 	struct store base;
@@ -60,24 +73,6 @@ table_id(const char *name, unsigned *t)
 			return IDEM_OK;
 		}
 	return IDEM_EINVAL;
-}
-
-/*
- * A store operation runs with yields off (W.in_store): it is one
- * transaction, atomic with respect to every other request, however the
- * code it calls (hooks, the clock) behaves.
- */
-static void
-op_begin(const char *name)
-{
-	sim_point(name);
-	W.in_store = 1;
-}
-
-static void
-op_end(void)
-{
-	W.in_store = 0;
 }
 
 struct ent {
@@ -182,6 +177,8 @@ map_del(unsigned t, const void *k, size_t kl)
 	nmap--;
 }
 
+static void batch_reset(void);
+
 void
 simstore_reset(void)
 {
@@ -196,6 +193,7 @@ simstore_reset(void)
 	nmap = capmap = 0;
 	ntables = 1;
 	strcpy(tables[0], "keys");
+	batch_reset();
 }
 
 static void
@@ -253,6 +251,169 @@ txn_end(struct txn *tx, int commit)
 		free(tx->ops[i].e.v);
 	}
 	tx->n = 0;
+}
+
+/* A job of the open batch, as its leader ends it. */
+struct bjob {
+	struct sim_req *rq;       /* the request it serves, or NULL */
+	int wrote;
+	int *rc;                  /* the job's result, on its parked stack */
+	const char *scope, *key;  /* a completion's, for the checker */
+};
+
+/* The open batch: the write transaction, and the jobs it carries. */
+static struct {
+	int open;
+	int worker;               /* whose process holds the write lock */
+	int closing;              /* its leader is committing it */
+	uint64_t ended;           /* batches ended so far */
+	struct txn tx;
+	struct bjob jobs[BATCH_MAX];
+	int njobs;
+} B;
+
+/* A store operation's place in its batch. */
+struct op {
+	int lead;
+	int mark;                 /* B.tx.n when the job began */
+	uint64_t batch;           /* B.ended when it joined */
+	const char *scope, *key;  /* set by a completion */
+};
+
+/*
+ * A write operation begins: it yields (a crash there loses the write),
+ * waits while another worker's batch holds the write lock, then joins
+ * the open batch of its own worker or opens one and leads it.  It then
+ * runs with yields off (W.in_store): one job, atomic with respect to
+ * every other request, however the code it calls (hooks, the clock)
+ * behaves.
+ */
+static struct txn *
+op_begin(const char *name, struct op *op)
+{
+	int w = W.cur != NULL ? W.cur->worker : -1;
+
+	memset(op, 0, sizeof(*op));
+	sim_point(name);
+	while (B.open && (B.worker != w || B.closing ||
+	    B.njobs == BATCH_MAX || B.tx.n > TXN_MAX / 2))
+		sim_yield("store_lock");
+	if (!B.open) {
+		B.open = 1;
+		B.worker = w;
+		B.njobs = 0;
+		op->lead = 1;
+	}
+	op->mark = B.tx.n;
+	op->batch = B.ended;
+	W.in_store = 1;
+	return &B.tx;
+}
+
+/* Drops the writes of the open batch from mark on: a job that failed. */
+static void
+batch_truncate(int mark)
+{
+	while (B.tx.n > mark) {
+		B.tx.n--;
+		free(B.tx.ops[B.tx.n].e.k);
+		free(B.tx.ops[B.tx.n].e.v);
+	}
+}
+
+/*
+ * The leader ends its batch: one commit, or a commit that fails after
+ * the jobs ran, which fails every job (the planted bug
+ * IDEM_PLANT_BATCH_READERS, as in store_lmdb.c: only the jobs that wrote).
+ * The checker hears of each completion committed, and of each request
+ * whose job rode a commit that failed.
+ */
+static void
+batch_end(void)
+{
+	int i, fail = B.tx.n > 0 && sim_chance(W.pf.commit_fail_ppm);
+	struct bjob *j;
+
+	if (fail) {
+		W.faults++;
+		trace("commit of a batch of %d fails after its jobs ran",
+		    B.njobs);
+	}
+	txn_end(&B.tx, !fail);
+	for (i = 0; i < B.njobs; i++) {
+		j = &B.jobs[i];
+		if (fail) {
+			check_on_failed_commit(j->rq);
+#ifdef IDEM_PLANT_BATCH_READERS
+			if (!j->wrote)
+				continue;
+#endif
+			*j->rc = IDEM_EIO;
+		} else if (j->scope != NULL && *j->rc == IDEM_OK)
+			check_on_complete(j->scope, j->key, j->rq);
+	}
+	B.open = 0;
+	B.closing = 0;
+	B.njobs = 0;
+	B.ended++;
+}
+
+/*
+ * A write operation ends with its job's result rc: a failed job's writes
+ * are dropped (the rest of the batch stands), and the job waits for its
+ * batch's commit, which the leader first delays by a few yields so that
+ * others may join.  Returns the job's final result.
+ */
+static int
+op_end(struct op *op, int rc)
+{
+	struct bjob *j;
+	int n;
+
+	if (rc != IDEM_OK)
+		batch_truncate(op->mark);
+	j = &B.jobs[B.njobs++];
+	j->rq = sim_current_req();
+	j->wrote = rc == IDEM_OK && B.tx.n > op->mark;
+	j->rc = &rc;
+	j->scope = op->scope;
+	j->key = op->key;
+	W.in_store = 0;
+	if (op->lead) {
+		for (n = (int)sim_below(4); n > 0; n--)
+			sim_yield("store_gather");
+		B.closing = 1;
+		batch_end();
+	} else
+		while (B.ended == op->batch)
+			sim_yield("store_batch_wait");
+	return rc;
+}
+
+int
+simstore_committing(void)
+{
+	return B.open && B.njobs > 0;
+}
+
+static void
+batch_reset(void)
+{
+	batch_truncate(0);
+	memset(&B, 0, sizeof(B));
+}
+
+void
+simstore_worker_crash(int worker)
+{
+	if (!B.open || B.worker != worker)
+		return;
+	trace("the batch of worker %d dies uncommitted", worker);
+	batch_truncate(0);
+	B.open = 0;
+	B.closing = 0;
+	B.njobs = 0;
+	B.ended++;
 }
 
 struct rkey {
@@ -444,8 +605,9 @@ sim_claim(struct store *s, const char *scope, const char *key,
     uint64_t now_ms, uint64_t lease_ms, uint64_t ttl_ms,
     const struct store_first *first, struct store_claim *out)
 {
-	struct txn tx = { .n = 0 };
+	struct txn *tx;
 	struct rkey k;
+	struct op op;
 	int rc, wrote;
 
 	memset(out, 0, sizeof(*out));
@@ -453,12 +615,11 @@ sim_claim(struct store *s, const char *scope, const char *key,
 		return IDEM_EINVAL;
 	if ((rc = rkey_make(scope, key, &k)) != IDEM_OK)
 		return rc;
-	op_begin("store_claim");
-	rc = claim_run(s, &tx, &k, fp, token, now_ms, lease_ms, ttl_ms, first,
+	tx = op_begin("store_claim", &op);
+	rc = claim_run(s, tx, &k, fp, token, now_ms, lease_ms, ttl_ms, first,
 	    out);
-	wrote = tx.n > 0;
-	txn_end(&tx, rc == IDEM_OK);
-	op_end();
+	wrote = tx->n > op.mark;
+	rc = op_end(&op, rc);
 	if (rc != IDEM_OK) {
 		rec_free(&out->rec);
 		memset(out, 0, sizeof(*out));
@@ -497,9 +658,10 @@ sim_checkpoint(struct store *s, const char *scope, const char *key,
     const uint8_t token[REC_TOKEN_SIZE], uint32_t stage, const void *cp,
     size_t cplen, uint64_t now_ms, uint64_t lease_ms)
 {
-	struct txn tx = { .n = 0 };
 	struct rec cur, next;
+	struct txn *tx;
 	struct rkey k;
+	struct op op;
 	int rc;
 
 	(void)s;
@@ -507,11 +669,9 @@ sim_checkpoint(struct store *s, const char *scope, const char *key,
 		return IDEM_ETOOBIG;
 	if ((rc = rkey_make(scope, key, &k)) != IDEM_OK)
 		return rc;
-	op_begin("store_checkpoint");
-	if ((rc = own(&tx, &k, token, &cur)) != IDEM_OK) {
-		op_end();
-		return rc;
-	}
+	tx = op_begin("store_checkpoint", &op);
+	if ((rc = own(tx, &k, token, &cur)) != IDEM_OK)
+		return op_end(&op, rc);
 	if (sim_store_fails("store_checkpoint"))
 		rc = IDEM_EFULL;
 	else {
@@ -520,12 +680,10 @@ sim_checkpoint(struct store *s, const char *scope, const char *key,
 		next.cp = (uint8_t *)cp;
 		next.cplen = cplen;
 		next.lease_ms = add_ms(now_ms, lease_ms);
-		rc = rec_put(&tx, &k, &next);
+		rc = rec_put(tx, &k, &next);
 	}
 	rec_free(&cur);
-	txn_end(&tx, rc == IDEM_OK);
-	op_end();
-	if (rc == IDEM_OK) {
+	if ((rc = op_end(&op, rc)) == IDEM_OK) {
 		trace("checkpoint %s/%s stage %u", scope, key, stage);
 		sim_point("store_checkpoint_commit");
 	}
@@ -537,11 +695,12 @@ sim_complete(struct store *s, const char *scope, const char *key,
     const uint8_t token[REC_TOKEN_SIZE], const struct rec_response *resp,
     idem_tx_fn hook, void *hook_ctx, uint64_t now_ms, uint64_t ttl_ms)
 {
-	struct txn tx = { .n = 0 };
 	struct rec_response chosen;
 	struct idem_tx htx;
 	struct rec cur, done;
+	struct txn *tx;
 	struct rkey k;
+	struct op op;
 	uint64_t exp;
 	int rc;
 
@@ -549,18 +708,16 @@ sim_complete(struct store *s, const char *scope, const char *key,
 		return IDEM_EINVAL;
 	if ((rc = rkey_make(scope, key, &k)) != IDEM_OK)
 		return rc;
-	op_begin("store_complete");
-	if ((rc = own(&tx, &k, token, &cur)) != IDEM_OK) {
-		op_end();
-		return rc;
-	}
+	tx = op_begin("store_complete", &op);
+	if ((rc = own(tx, &k, token, &cur)) != IDEM_OK)
+		return op_end(&op, rc);
 	memset(&htx, 0, sizeof(htx));
 	htx.may_respond = 1;
 	memset(&chosen, 0, sizeof(chosen));
 	if (sim_store_fails("store_complete"))
 		rc = IDEM_EFULL;
 	else if (hook != NULL)
-		rc = run_hook(s, &tx, hook, hook_ctx, &htx);
+		rc = run_hook(s, tx, hook, hook_ctx, &htx);
 	if (rc == IDEM_OK && htx.respond != NULL)
 		rc = rec_response_borrow(htx.respond, &chosen);
 	if (rc == IDEM_OK) {
@@ -577,17 +734,17 @@ sim_complete(struct store *s, const char *scope, const char *key,
 		done.cp = NULL;
 		done.cplen = 0;
 		done.resp = htx.respond != NULL ? chosen : *resp;
-		rc = rec_put(&tx, &k, &done);
+		rc = rec_put(tx, &k, &done);
 	}
 	rec_free(&cur);
-	txn_end(&tx, rc == IDEM_OK);
-	op_end();
-	if (rc != IDEM_OK) {
+	/* The checker hears of the completion when its batch commits. */
+	op.scope = scope;
+	op.key = key;
+	if ((rc = op_end(&op, rc)) != IDEM_OK) {
 		trace("complete %s/%s: %s", scope, key, idem_strerror(rc));
 		return rc;
 	}
 	trace("complete %s/%s: %d", scope, key, resp->status);
-	check_on_complete(scope, key, sim_current_req());
 	sim_point("store_complete_commit");
 	return IDEM_OK;
 }
@@ -598,33 +755,30 @@ end_claim(struct store *s, const char *scope, const char *key,
     const uint8_t *token, uint64_t now_ms, int release, idem_tx_fn hook,
     void *hook_ctx)
 {
-	struct txn tx = { .n = 0 };
 	struct idem_tx htx;
 	struct rec cur, next;
+	struct txn *tx;
 	struct rkey k;
+	struct op op;
 	int rc;
 
 	if ((rc = rkey_make(scope, key, &k)) != IDEM_OK)
 		return rc;
-	op_begin(release ? "store_release" : "store_abandon");
-	if ((rc = own(&tx, &k, token, &cur)) != IDEM_OK) {
-		op_end();
-		return rc;
-	}
+	tx = op_begin(release ? "store_release" : "store_abandon", &op);
+	if ((rc = own(tx, &k, token, &cur)) != IDEM_OK)
+		return op_end(&op, rc);
 	if (release) {
-		txn_op(&tx, T_RECORDS, k.data, k.len, NULL, 0, 1);
+		txn_op(tx, T_RECORDS, k.data, k.len, NULL, 0, 1);
 		memset(&htx, 0, sizeof(htx));
 		if (hook != NULL)
-			rc = run_hook(s, &tx, hook, hook_ctx, &htx);
+			rc = run_hook(s, tx, hook, hook_ctx, &htx);
 	} else {
 		next = cur;
 		next.lease_ms = now_ms;
-		rc = rec_put(&tx, &k, &next);
+		rc = rec_put(tx, &k, &next);
 	}
 	rec_free(&cur);
-	txn_end(&tx, rc == IDEM_OK);
-	op_end();
-	if (rc == IDEM_OK) {
+	if ((rc = op_end(&op, rc)) == IDEM_OK) {
 		trace("%s %s/%s", release ? "release" : "abandon", scope, key);
 		sim_point(release ? "store_release_commit" :
 		    "store_abandon_commit");
@@ -684,6 +838,9 @@ sim_purge(struct store *s, uint64_t now_ms, size_t max, size_t *purged)
 	(void)s;
 	*purged = 0;
 	sim_point("store_purge");
+	/* Purge writes the disk at once: it waits for the write lock. */
+	while (B.open)
+		sim_yield("store_lock");
 	if ((d = calloc(nmap + 1, sizeof(*d))) == NULL)
 		return IDEM_ENOMEM;
 	for (i = 0; i < nmap; i++) {
@@ -751,6 +908,8 @@ sim_insert_once(struct store *s, const char *table, const void *key,
 	if (table_id(table, &e.t) != IDEM_OK)
 		return IDEM_EINVAL;
 	sim_point("store_insert");
+	while (B.open)
+		sim_yield("store_lock");
 	i = map_find(e.t, key, keylen, &found);
 	if (found) {
 		if (existing != NULL)

@@ -17,4 +17,15 @@ int simstore_peek(const char *scope, const char *key, struct rec *out);
 int simstore_row(const char *table, const void *key, size_t keylen,
     struct buf *out);
 
+/*
+ * Whether a batch has run jobs it has not committed yet.  store_lmdb.c's
+ * leader runs its batch's jobs after it has gathered them, and commits
+ * at once; here each job runs as it joins, so the clock must not jump
+ * until the batch ends, or a job would date its record before a stall
+ * that LMDB's would come after.
+ */
+int simstore_committing(void);
+/* A worker died: its batch, if one is open, never commits. */
+void simstore_worker_crash(int worker);
+
 #endif

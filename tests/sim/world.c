@@ -18,6 +18,7 @@
 #include "glue.h"
 #include "request.h"
 #include "response.h"
+#include "simstore.h"
 #include "resume.h"
 #include "sim.h"
 
@@ -234,6 +235,7 @@ worker_crash(int w, const char *where)
 		if (c != W.cur)
 			co_stack_free(c);
 	}
+	simstore_worker_crash(w);
 	glue_app_crash(wk->app);
 	wk->app = NULL;
 }
@@ -456,7 +458,7 @@ schedule(void)
 				w = SIM_COMPLETER;
 			if (W.workers[w].alive)
 				worker_crash(w, "between steps");
-		} else if (sim_chance(W.pf.jump_ppm))
+		} else if (!simstore_committing() && sim_chance(W.pf.jump_ppm))
 			clock_jump();
 		else {
 			W.now += sim_below(20);
@@ -516,6 +518,7 @@ profile_draw(struct profile *p)
 	p->refund_ppm = PICK(0, 300000, 700000, 1000000);
 	p->race_ppm = PICK(0, 200000, 500000);
 	p->completer = (int)sim_below(2);
+	p->commit_fail_ppm = PICK(0, 0, 20000, 100000);
 }
 
 static void
@@ -640,7 +643,8 @@ sim_run(uint64_t seed, enum sim_backend backend, int verbose,
 	    "%d clients x %d ops; crash %u ppm, crash at %s %u ppm, lost %u, jump %u, store "
 	    "fail %u, outage %u, decline %u, provider lost %u, slow %u, dup "
 	    "%u, give up %u, late %u, reuse %u, probe %u, refund %u, race %u, "
-	    "purge %d, completer %d, keys per account %" PRIu64, seed,
+	    "purge %d, completer %d, keys per account %" PRIu64
+	    ", commit fail %u", seed,
 	    backend_name(),
 	    W.pf.workers, W.pf.accounts, W.pf.clients, W.pf.ops,
 	    W.pf.crash_ppm, W.pf.fault_target, W.pf.fault_crash_ppm,
@@ -648,7 +652,8 @@ sim_run(uint64_t seed, enum sim_backend backend, int verbose,
 	    W.pf.outage_ppm, W.pf.decline_ppm, W.pf.prov_lost_ppm,
 	    W.pf.prov_slow_ppm, W.pf.dup_ppm, W.pf.giveup_ppm, W.pf.late_ppm,
 	    W.pf.reuse_ppm, W.pf.probe_ppm, W.pf.refund_ppm, W.pf.race_ppm,
-	    W.pf.purge, W.pf.completer, W.pf.keys_per_account);
+	    W.pf.purge, W.pf.completer, W.pf.keys_per_account,
+	    W.pf.commit_fail_ppm);
 	glue_world_begin();
 	for (w = 0; w < W.pf.workers; w++)
 		worker_start(w);
