@@ -1,7 +1,8 @@
 /*
- * store_lmdb.c: the LMDB backend's environments (open, close, map size,
- * the open-after-fork rule), transactions and group commit, and its
- * operations table (store_lmdb.h has the whole backend's layout).
+ * store_lmdb.c: the LMDB backend's environments (open, close, the
+ * open-after-fork rule), group commit, and its operations table
+ * (store_lmdb.h has the whole backend's layout; transactions begin and
+ * end in store_lmdb_txn.c).
  */
 #include <errno.h>
 #include <limits.h>
@@ -194,35 +195,22 @@ lstore_tables_add(struct store_env *e, const struct store_config *cfg)
 	size_t n;
 	int rc;
 
-	if ((rc = mdb_txn_begin(e->env, NULL, e->read_only ? MDB_RDONLY : 0,
+	if ((rc = lstore_env_txn_begin(e, e->read_only ? MDB_RDONLY : 0,
 	    &txn)) != 0)
 		return rc;
 	if ((rc = lstore_tables_open(e, txn, cfg->tables,
 	    e->read_only ? 0 : MDB_CREATE, &n)) != 0) {
-		mdb_txn_abort(txn);
+		lstore_env_txn_end(txn, 0);
 		return rc;
 	}
 	if (n == e->ntables) {
-		mdb_txn_abort(txn);
+		lstore_env_txn_end(txn, 0);
 		return 0;
 	}
-	if ((rc = mdb_txn_commit(txn)) != 0)
+	if ((rc = lstore_env_txn_end(txn, 1)) != 0)
 		return rc;
 	e->ntables = n;
 	return 0;
-}
-
-static size_t
-lstore_map_size(size_t want)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	size_t psz = page > 0 ? (size_t)page : 4096;
-
-	if (want == 0)
-		want = STORE_DEFAULT_MAP_SIZE;
-	if (want > SIZE_MAX - psz)
-		return want - want % psz;
-	return (want + psz - 1) / psz * psz;
 }
 
 /*
@@ -245,8 +233,7 @@ lstore_env_open(const struct store_config *cfg, const struct stat *st,
 		goto fail_free;
 	if ((rc = mdb_env_set_maxdbs(e->env, STORE_MAX_DBS)) != 0 ||
 	    (rc = mdb_env_set_maxreaders(e->env, STORE_MAX_READERS)) != 0 ||
-	    (rc = mdb_env_set_mapsize(e->env,
-	    lstore_map_size(cfg->map_size))) != 0)
+	    (rc = lstore_map_init(e->env, cfg->map_size)) != 0)
 		goto fail_env;
 	if (cfg->read_only)
 		flags |= MDB_RDONLY;
@@ -258,14 +245,14 @@ lstore_env_open(const struct store_config *cfg, const struct stat *st,
 	 */
 	if ((rc = mdb_reader_check(e->env, &dead)) != 0)
 		goto fail_env;
-	if ((rc = mdb_txn_begin(e->env, NULL, cfg->read_only ? MDB_RDONLY : 0,
+	if ((rc = lstore_env_txn_begin(e, cfg->read_only ? MDB_RDONLY : 0,
 	    &txn)) != 0)
 		goto fail_env;
 	if ((rc = lstore_dbis_open(e, txn, cfg->read_only ? 0 : MDB_CREATE,
 	    cfg->tables, &n)) != 0)
 		goto fail_txn;
 	/* Handles opened in a transaction are ours only once it commits. */
-	if ((rc = mdb_txn_commit(txn)) != 0)
+	if ((rc = lstore_env_txn_end(txn, 1)) != 0)
 		goto fail_env;
 	e->ntables = n;
 	maxkey = mdb_env_get_maxkeysize(e->env);
@@ -284,7 +271,7 @@ lstore_env_open(const struct store_config *cfg, const struct stat *st,
 	return 0;
 
 fail_txn:
-	mdb_txn_abort(txn);
+	lstore_env_txn_end(txn, 0);
 fail_env:
 	mdb_env_close(e->env);
 fail_free:
@@ -398,35 +385,6 @@ lstore_close(struct store *base)
 	free(e);
 }
 
-int
-lstore_txn_begin(struct lstore *s, int write, MDB_txn **txn)
-{
-	MDB_env *env = s->e->env;
-	unsigned int flags = write ? 0 : MDB_RDONLY;
-	int rc;
-
-	*txn = NULL;
-	if (write && s->read_only)
-		return IDEM_EROFS;
-	rc = mdb_txn_begin(env, NULL, flags, txn);
-	if (rc == MDB_MAP_RESIZED) {
-		/* Another process grew the map: adopt its size and go on. */
-		if ((rc = mdb_env_set_mapsize(env, 0)) == 0)
-			rc = mdb_txn_begin(env, NULL, flags, txn);
-	}
-	return lstore_err(rc);
-}
-
-/*
- * Commits txn.  Whatever the outcome, txn is gone afterwards: a failed
- * mdb_txn_commit has already freed it, so callers never abort after this.
- */
-static int
-lstore_txn_commit(MDB_txn *txn)
-{
-	return lstore_err(mdb_txn_commit(txn));
-}
-
 /* A batch's commit, its time counted: the durable I/O writers wait for. */
 static int
 lstore_commit_timed(MDB_txn *txn)
@@ -474,7 +432,7 @@ lstore_batch_alone(struct lstore *any, struct store_job *batch)
 		j->rc = j->fn(j->s, txn, j->arg, &j->wrote);
 		if (j->wrote <= 0 || !lstore_rc_clean(j->rc)) {
 			/* Nothing to keep, or half a job: either way, undone. */
-			mdb_txn_abort(txn);
+			lstore_txn_abort(txn);
 			j->wrote = 0;
 			continue;
 		}
@@ -510,7 +468,7 @@ lstore_batch_run(struct lstore *any, MDB_txn *txn, struct store_job *batch)
 		j->wrote = 0;
 		j->rc = j->fn(j->s, txn, j->arg, &j->wrote);
 		if (!lstore_rc_clean(j->rc) || j->wrote < 0) {
-			mdb_txn_abort(txn);
+			lstore_txn_abort(txn);
 			lstore_batch_alone(any, batch);
 			return;
 		}
@@ -518,7 +476,7 @@ lstore_batch_run(struct lstore *any, MDB_txn *txn, struct store_job *batch)
 	}
 	if (kept == 0) {
 		/* Nothing to write: give the lock back without a sync. */
-		mdb_txn_abort(txn);
+		lstore_txn_abort(txn);
 		return;
 	}
 	fault_point("batch_commit");
@@ -579,7 +537,7 @@ lstore_lead(struct lstore *s)
 	 * of its jobs runs, as a begin that fails does.
 	 */
 	if (rc == IDEM_OK && fault_point("store_wait")) {
-		mdb_txn_abort(txn);
+		lstore_txn_abort(txn);
 		rc = IDEM_EFULL;
 	}
 	lstore_gather(e);

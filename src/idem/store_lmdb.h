@@ -4,8 +4,9 @@
  * lmdb.h; MDB_* and errno values become enum idem_err in lstore_err and
  * nowhere else.
  *
- *	store_lmdb.c		environments, open/close, transactions,
- *				group commit, the operations table
+ *	store_lmdb.c		environments, open/close, group commit,
+ *				the operations table
+ *	store_lmdb_txn.c	transactions' begin and end, the map size
  *	store_lmdb_rec.c	records, their index entries, scope counts
  *	store_lmdb_claim.c	lookup, claim, and the writes to an owned
  *				claim (checkpoint, complete, release, abandon)
@@ -42,6 +43,12 @@
  * process that uses it (one per directory per process, shared by its
  * handles), and mdb_reader_check clears the reader slots of dead
  * processes when it opens.
+ *
+ * Every transaction begins with lstore_txn_begin or lstore_env_txn_begin
+ * and ends with lstore_txn_commit, lstore_txn_abort or lstore_env_txn_end
+ * (store_lmdb_txn.c), on the thread that began it, and only that file
+ * sets the map size; LMDB's own calls are poisoned in every other file
+ * of the backend.
  */
 #ifndef IDEM_STORE_LMDB_H
 #define IDEM_STORE_LMDB_H
@@ -56,6 +63,12 @@
 
 #include "record.h"
 #include "store.h"
+
+/* Only store_lmdb_txn.c begins, ends or remaps: anywhere else, errors. */
+#ifndef LSTORE_TXN_OWNER
+#pragma GCC poison mdb_txn_begin mdb_txn_commit mdb_txn_abort
+#pragma GCC poison mdb_txn_reset mdb_txn_renew mdb_env_set_mapsize
+#endif
 
 #define STORE_DEFAULT_MAP_SIZE ((size_t)32 << 30)
 /* keys, expiry, pending, quota, and the application's tables. */
@@ -172,10 +185,24 @@ int lstore_key_make(const struct lstore *s, const char *scope,
     const char *key, struct store_key *k);
 void lstore_expiry_make(uint64_t expires_ms, const struct store_key *k,
     struct store_key *ek);
-int lstore_txn_begin(struct lstore *s, int write, MDB_txn **txn);
 int lstore_write(struct lstore *s, store_job_fn fn, void *arg);
 /* The table's database; IDEM_EINVAL when no table has that name. */
 int lstore_table(const struct lstore *s, const char *name, MDB_dbi *dbi);
+
+/* store_lmdb_txn.c */
+/* Sets the map size of env, not yet open: want, or the default for 0. */
+int lstore_map_init(MDB_env *env, size_t want);
+/*
+ * Every transaction's begin and end.  The env forms give LMDB's codes;
+ * the others translate them.  A failed commit has freed the
+ * transaction: it is never aborted after that.
+ */
+int lstore_env_txn_begin(struct store_env *e, unsigned int flags,
+    MDB_txn **txn);
+int lstore_env_txn_end(MDB_txn *txn, int commit);
+int lstore_txn_begin(struct lstore *s, int write, MDB_txn **txn);
+int lstore_txn_commit(MDB_txn *txn);
+void lstore_txn_abort(MDB_txn *txn);
 
 /* store_lmdb_rec.c */
 int lstore_reseal(struct store *base, const char *const *scopes,
