@@ -43,6 +43,12 @@ lstore_err(int rc)
 		return IDEM_EFULL;
 	case MDB_BAD_VALSIZE:
 		return IDEM_ETOOBIG;
+	case MDB_MAP_RESIZED:
+		/*
+		 * A grown map that this begin could not adopt: it is nested
+		 * in a transaction of its thread, or the map kept growing.
+		 */
+		return IDEM_EBUSY;
 	case EACCES:
 	case EROFS:
 		return IDEM_EROFS;
@@ -245,15 +251,17 @@ lstore_env_open(const struct store_config *cfg, const struct stat *st,
 	 */
 	if ((rc = mdb_reader_check(e->env, &dead)) != 0)
 		goto fail_env;
+	if ((rc = lstore_gate_init(e)) != 0)
+		goto fail_env;
 	if ((rc = lstore_env_txn_begin(e, cfg->read_only ? MDB_RDONLY : 0,
 	    &txn)) != 0)
-		goto fail_env;
+		goto fail_gate;
 	if ((rc = lstore_dbis_open(e, txn, cfg->read_only ? 0 : MDB_CREATE,
 	    cfg->tables, &n)) != 0)
 		goto fail_txn;
 	/* Handles opened in a transaction are ours only once it commits. */
 	if ((rc = lstore_env_txn_end(txn, 1)) != 0)
-		goto fail_env;
+		goto fail_gate;
 	e->ntables = n;
 	maxkey = mdb_env_get_maxkeysize(e->env);
 	e->maxkey = maxkey > 0 && maxkey < STORE_KEY_BUF ?
@@ -264,7 +272,7 @@ lstore_env_open(const struct store_config *cfg, const struct stat *st,
 	e->refs = 1;
 	e->read_only = cfg->read_only;
 	if ((rc = pthread_mutex_init(&e->mu, NULL)) != 0)
-		goto fail_env;
+		goto fail_gate;
 	e->queue_tail = &e->queue;
 	e->gather_us = cfg->commit_delay_us;
 	*out = e;
@@ -272,6 +280,8 @@ lstore_env_open(const struct store_config *cfg, const struct stat *st,
 
 fail_txn:
 	lstore_env_txn_end(txn, 0);
+fail_gate:
+	lstore_gate_destroy(e);
 fail_env:
 	mdb_env_close(e->env);
 fail_free:
@@ -381,6 +391,7 @@ lstore_close(struct store *base)
 	if (e->pid == getpid()) {
 		mdb_env_close(e->env);
 		pthread_mutex_destroy(&e->mu);
+		lstore_gate_destroy(e);
 	}
 	free(e);
 }
@@ -592,6 +603,13 @@ lstore_write(struct lstore *s, store_job_fn fn, void *arg)
 
 	if (s->read_only)
 		return IDEM_EROFS;
+	/*
+	 * A thread inside a transaction of its own would wait here for a
+	 * leader that may be waiting, behind a remap, for that transaction
+	 * to end (store_lmdb.h).
+	 */
+	if (lstore_txn_held(e))
+		return IDEM_EBUSY;
 	t0 = metrics_now_us();
 	memset(&job, 0, sizeof(job));
 	job.s = s;

@@ -102,7 +102,8 @@ lstore_claim_takeover(struct lstore *s, MDB_txn *txn, const struct store_key *k,
  * of the free database (handle 0) lists page numbers after a count.
  * LMDB opens that database to read transactions only, so this takes one
  * of its own (MDB_NOTLS lets a thread hold it beside its write
- * transaction); it sees the last commit, close enough for a threshold.
+ * transaction, and nested in it, it never waits for the remap gate); it
+ * sees the last commit, close enough for a threshold.
  */
 static size_t
 lstore_free_pages(struct lstore *s)
