@@ -15,6 +15,7 @@ static const char *const idem_errstr[IDEM_ERR__MAX] = {
 	[IDEM_ELIMIT] = "too many live keys for this scope",
 	[IDEM_EREFUSED] = "refused by the application",
 	[IDEM_ESEAL] = "a sealed value could not be opened",
+	[IDEM_EBUSY] = "store is busy",
 };
 
 const char *

@@ -59,6 +59,7 @@ enum idem_err {
 	IDEM_EREFUSED,  /* an application hook refused (see idem_tx_fn) */
 	IDEM_ESEAL,     /* a sealed value did not open: wrong or unknown key,
 	                   changed bytes, or moved to another place */
+	IDEM_EBUSY,     /* the store cannot serve this now: retry later */
 	IDEM_ERR__MAX
 };
 

@@ -1,7 +1,8 @@
 /*
- * store_lmdb.c: the LMDB backend's environments (open, close, map size,
- * the open-after-fork rule), transactions and group commit, and its
- * operations table (store_lmdb.h has the whole backend's layout).
+ * store_lmdb.c: the LMDB backend's environments (open, close, the
+ * open-after-fork rule), group commit, and its operations table
+ * (store_lmdb.h has the whole backend's layout; transactions begin and
+ * end in store_lmdb_txn.c).
  */
 #include <errno.h>
 #include <limits.h>
@@ -42,6 +43,12 @@ lstore_err(int rc)
 		return IDEM_EFULL;
 	case MDB_BAD_VALSIZE:
 		return IDEM_ETOOBIG;
+	case MDB_MAP_RESIZED:
+		/*
+		 * A grown map that this begin could not adopt: it is nested
+		 * in a transaction of its thread, or the map kept growing.
+		 */
+		return IDEM_EBUSY;
 	case EACCES:
 	case EROFS:
 		return IDEM_EROFS;
@@ -194,35 +201,22 @@ lstore_tables_add(struct store_env *e, const struct store_config *cfg)
 	size_t n;
 	int rc;
 
-	if ((rc = mdb_txn_begin(e->env, NULL, e->read_only ? MDB_RDONLY : 0,
+	if ((rc = lstore_env_txn_begin(e, e->read_only ? MDB_RDONLY : 0,
 	    &txn)) != 0)
 		return rc;
 	if ((rc = lstore_tables_open(e, txn, cfg->tables,
 	    e->read_only ? 0 : MDB_CREATE, &n)) != 0) {
-		mdb_txn_abort(txn);
+		lstore_env_txn_end(txn, 0);
 		return rc;
 	}
 	if (n == e->ntables) {
-		mdb_txn_abort(txn);
+		lstore_env_txn_end(txn, 0);
 		return 0;
 	}
-	if ((rc = mdb_txn_commit(txn)) != 0)
+	if ((rc = lstore_env_txn_end(txn, 1)) != 0)
 		return rc;
 	e->ntables = n;
 	return 0;
-}
-
-static size_t
-lstore_map_size(size_t want)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	size_t psz = page > 0 ? (size_t)page : 4096;
-
-	if (want == 0)
-		want = STORE_DEFAULT_MAP_SIZE;
-	if (want > SIZE_MAX - psz)
-		return want - want % psz;
-	return (want + psz - 1) / psz * psz;
 }
 
 /*
@@ -245,8 +239,7 @@ lstore_env_open(const struct store_config *cfg, const struct stat *st,
 		goto fail_free;
 	if ((rc = mdb_env_set_maxdbs(e->env, STORE_MAX_DBS)) != 0 ||
 	    (rc = mdb_env_set_maxreaders(e->env, STORE_MAX_READERS)) != 0 ||
-	    (rc = mdb_env_set_mapsize(e->env,
-	    lstore_map_size(cfg->map_size))) != 0)
+	    (rc = lstore_map_init(e->env, cfg->map_size)) != 0)
 		goto fail_env;
 	if (cfg->read_only)
 		flags |= MDB_RDONLY;
@@ -258,15 +251,17 @@ lstore_env_open(const struct store_config *cfg, const struct stat *st,
 	 */
 	if ((rc = mdb_reader_check(e->env, &dead)) != 0)
 		goto fail_env;
-	if ((rc = mdb_txn_begin(e->env, NULL, cfg->read_only ? MDB_RDONLY : 0,
-	    &txn)) != 0)
+	if ((rc = lstore_gate_init(e)) != 0)
 		goto fail_env;
+	if ((rc = lstore_env_txn_begin(e, cfg->read_only ? MDB_RDONLY : 0,
+	    &txn)) != 0)
+		goto fail_gate;
 	if ((rc = lstore_dbis_open(e, txn, cfg->read_only ? 0 : MDB_CREATE,
 	    cfg->tables, &n)) != 0)
 		goto fail_txn;
 	/* Handles opened in a transaction are ours only once it commits. */
-	if ((rc = mdb_txn_commit(txn)) != 0)
-		goto fail_env;
+	if ((rc = lstore_env_txn_end(txn, 1)) != 0)
+		goto fail_gate;
 	e->ntables = n;
 	maxkey = mdb_env_get_maxkeysize(e->env);
 	e->maxkey = maxkey > 0 && maxkey < STORE_KEY_BUF ?
@@ -277,14 +272,16 @@ lstore_env_open(const struct store_config *cfg, const struct stat *st,
 	e->refs = 1;
 	e->read_only = cfg->read_only;
 	if ((rc = pthread_mutex_init(&e->mu, NULL)) != 0)
-		goto fail_env;
+		goto fail_gate;
 	e->queue_tail = &e->queue;
 	e->gather_us = cfg->commit_delay_us;
 	*out = e;
 	return 0;
 
 fail_txn:
-	mdb_txn_abort(txn);
+	lstore_env_txn_end(txn, 0);
+fail_gate:
+	lstore_gate_destroy(e);
 fail_env:
 	mdb_env_close(e->env);
 fail_free:
@@ -394,37 +391,9 @@ lstore_close(struct store *base)
 	if (e->pid == getpid()) {
 		mdb_env_close(e->env);
 		pthread_mutex_destroy(&e->mu);
+		lstore_gate_destroy(e);
 	}
 	free(e);
-}
-
-int
-lstore_txn_begin(struct lstore *s, int write, MDB_txn **txn)
-{
-	MDB_env *env = s->e->env;
-	unsigned int flags = write ? 0 : MDB_RDONLY;
-	int rc;
-
-	*txn = NULL;
-	if (write && s->read_only)
-		return IDEM_EROFS;
-	rc = mdb_txn_begin(env, NULL, flags, txn);
-	if (rc == MDB_MAP_RESIZED) {
-		/* Another process grew the map: adopt its size and go on. */
-		if ((rc = mdb_env_set_mapsize(env, 0)) == 0)
-			rc = mdb_txn_begin(env, NULL, flags, txn);
-	}
-	return lstore_err(rc);
-}
-
-/*
- * Commits txn.  Whatever the outcome, txn is gone afterwards: a failed
- * mdb_txn_commit has already freed it, so callers never abort after this.
- */
-static int
-lstore_txn_commit(MDB_txn *txn)
-{
-	return lstore_err(mdb_txn_commit(txn));
 }
 
 /* A batch's commit, its time counted: the durable I/O writers wait for. */
@@ -489,7 +458,7 @@ lstore_batch_alone(struct lstore *any, struct store_job *batch)
 		j->rc = j->fn(j->s, txn, j->arg, &j->wrote);
 		if (j->wrote <= 0 || !lstore_rc_clean(j->rc)) {
 			/* Nothing to keep, or half a job: either way, undone. */
-			mdb_txn_abort(txn);
+			lstore_txn_abort(txn);
 			j->wrote = 0;
 			continue;
 		}
@@ -528,7 +497,7 @@ lstore_batch_run(struct lstore *any, MDB_txn *txn, struct store_job *batch)
 		j->wrote = 0;
 		j->rc = j->fn(j->s, txn, j->arg, &j->wrote);
 		if (!lstore_rc_clean(j->rc) || j->wrote < 0) {
-			mdb_txn_abort(txn);
+			lstore_txn_abort(txn);
 			lstore_batch_alone(any, batch);
 			return;
 		}
@@ -536,7 +505,7 @@ lstore_batch_run(struct lstore *any, MDB_txn *txn, struct store_job *batch)
 	}
 	if (kept == 0) {
 		/* Nothing to write: give the lock back without a sync. */
-		mdb_txn_abort(txn);
+		lstore_txn_abort(txn);
 		return;
 	}
 	if ((rc = lstore_batch_commit(txn)) != IDEM_OK) {
@@ -599,7 +568,7 @@ lstore_lead(struct lstore *s)
 	 * of its jobs runs, as a begin that fails does.
 	 */
 	if (rc == IDEM_OK && fault_point("store_wait")) {
-		mdb_txn_abort(txn);
+		lstore_txn_abort(txn);
 		rc = IDEM_EFULL;
 	}
 	lstore_gather(e);
@@ -654,6 +623,13 @@ lstore_write(struct lstore *s, store_job_fn fn, void *arg)
 
 	if (s->read_only)
 		return IDEM_EROFS;
+	/*
+	 * A thread inside a transaction of its own would wait here for a
+	 * leader that may be waiting, behind a remap, for that transaction
+	 * to end (store_lmdb.h).
+	 */
+	if (lstore_txn_held(e))
+		return IDEM_EBUSY;
 	t0 = metrics_now_us();
 	memset(&job, 0, sizeof(job));
 	job.s = s;

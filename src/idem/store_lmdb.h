@@ -4,8 +4,10 @@
  * lmdb.h; MDB_* and errno values become enum idem_err in lstore_err and
  * nowhere else.
  *
- *	store_lmdb.c		environments, open/close, transactions,
- *				group commit, the operations table
+ *	store_lmdb.c		environments, open/close, group commit,
+ *				the operations table
+ *	store_lmdb_txn.c	transactions' begin and end, the map size
+ *				and the remap gate
  *	store_lmdb_rec.c	records, their index entries, scope counts
  *	store_lmdb_claim.c	lookup, claim, and the writes to an owned
  *				claim (checkpoint, complete, release, abandon)
@@ -42,6 +44,32 @@
  * process that uses it (one per directory per process, shared by its
  * handles), and mdb_reader_check clears the reader slots of dead
  * processes when it opens.
+ *
+ * The map moves only when no transaction of this process is active on
+ * the environment.  Another process may open the store with a larger
+ * map and grow the data file past ours; the next begin here then fails
+ * with MDB_MAP_RESIZED, and mdb_env_set_mapsize(env, 0) adopts the new
+ * size by unmapping the old map, which would pull the pages from under
+ * any read transaction, cursor or value pointer of another thread.  So
+ * every transaction (read or write: requests, the group commit, purge,
+ * walks and scans, hook transactions, lstore_free_pages) begins with
+ * lstore_txn_begin or lstore_env_txn_begin and ends with
+ * lstore_txn_commit, lstore_txn_abort or lstore_env_txn_end
+ * (store_lmdb_txn.c), on the thread that began it; LMDB's own calls are
+ * poisoned in every other file of the backend.  A thread holds the remap
+ * gate, a writer-preferring rwlock, shared from its first transaction on
+ * the environment to the end of its last; the thread that meets
+ * MDB_MAP_RESIZED, holding none, waits for the gate exclusive, remaps
+ * unless another thread did meanwhile, and begins again.  While it waits,
+ * a thread's first begin waits behind it, and begins nested in a
+ * transaction the thread holds go ahead (that transaction keeps the map
+ * where it is, and the remap waits for it anyway); a nested begin that
+ * meets MDB_MAP_RESIZED itself fails with IDEM_EBUSY.  So no thread that
+ * holds a transaction may wait for anything that needs a transaction of
+ * another thread of this process: a walk's or scan's callback and a hook
+ * never wait, and lstore_write refuses (IDEM_EBUSY) a thread inside a
+ * transaction of its own.  mdb_env_info and mdb_env_stat read the map
+ * too: they are called inside a transaction.
  */
 #ifndef IDEM_STORE_LMDB_H
 #define IDEM_STORE_LMDB_H
@@ -56,6 +84,15 @@
 
 #include "record.h"
 #include "store.h"
+
+/*
+ * Only store_lmdb_txn.c begins, ends or remaps (see the remap gate
+ * above): anywhere else these are errors.
+ */
+#ifndef LSTORE_TXN_OWNER
+#pragma GCC poison mdb_txn_begin mdb_txn_commit mdb_txn_abort
+#pragma GCC poison mdb_txn_reset mdb_txn_renew mdb_env_set_mapsize
+#endif
 
 #define STORE_DEFAULT_MAP_SIZE ((size_t)32 << 30)
 /* keys, expiry, pending, quota, and the application's tables. */
@@ -147,6 +184,19 @@ struct store_env {
 	int leading;
 	size_t last_batch;          /* jobs in the last batch committed */
 	unsigned gather_us;         /* see store_config.commit_delay_us */
+	/*
+	 * The remap gate (the top of this file): held shared by every
+	 * thread with a transaction on the environment, exclusive by a
+	 * remap.  held counts each thread's transactions here; map_rc is
+	 * a remap's failure, which leaves no usable map, written with the
+	 * gate exclusive.  remaps (remaps done) and remap_waiting (threads
+	 * waiting for the gate to remap) are atomic, and tests read them.
+	 */
+	pthread_rwlock_t gate;
+	pthread_key_t held;
+	int map_rc;
+	unsigned remaps;
+	unsigned remap_waiting;
 };
 
 /* A handle: the interface's base first, then the backend's state. */
@@ -172,10 +222,34 @@ int lstore_key_make(const struct lstore *s, const char *scope,
     const char *key, struct store_key *k);
 void lstore_expiry_make(uint64_t expires_ms, const struct store_key *k,
     struct store_key *ek);
-int lstore_txn_begin(struct lstore *s, int write, MDB_txn **txn);
 int lstore_write(struct lstore *s, store_job_fn fn, void *arg);
 /* The table's database; IDEM_EINVAL when no table has that name. */
 int lstore_table(const struct lstore *s, const char *name, MDB_dbi *dbi);
+
+/* store_lmdb_txn.c */
+/* Sets the map size of env, not yet open: want, or the default for 0. */
+int lstore_map_init(MDB_env *env, size_t want);
+/* The gate of e, once its env is open and before its first transaction. */
+int lstore_gate_init(struct store_env *e);
+void lstore_gate_destroy(struct store_env *e);
+/*
+ * Every transaction's begin and end.  The env forms give LMDB's codes
+ * (MDB_MAP_RESIZED for a nested begin that met a grown map); the others
+ * translate them (IDEM_EBUSY for that one).  The end gives the gate
+ * back whatever the outcome, and a failed commit has freed the
+ * transaction: it is never aborted after that.
+ */
+int lstore_env_txn_begin(struct store_env *e, unsigned int flags,
+    MDB_txn **txn);
+int lstore_env_txn_end(MDB_txn *txn, int commit);
+int lstore_txn_begin(struct lstore *s, int write, MDB_txn **txn);
+int lstore_txn_commit(MDB_txn *txn);
+void lstore_txn_abort(MDB_txn *txn);
+/* Whether this thread has a transaction on e. */
+int lstore_txn_held(const struct store_env *e);
+/* For tests: threads waiting to remap, and remaps done, in base's env. */
+void lstore_remap_counts(struct store *base, unsigned *waiting,
+    unsigned *done);
 
 /* store_lmdb_rec.c */
 int lstore_reseal(struct store *base, const char *const *scopes,

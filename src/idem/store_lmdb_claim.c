@@ -45,7 +45,7 @@ lstore_lookup(struct store *base, const char *scope, const char *key,
 		return rc;
 	/* rec_decode copies, so the record outlives the transaction. */
 	rc = lstore_rec_get(s, txn, &k, out);
-	mdb_txn_abort(txn);
+	lstore_txn_abort(txn);
 	return rc;
 }
 
@@ -102,7 +102,8 @@ lstore_claim_takeover(struct lstore *s, MDB_txn *txn, const struct store_key *k,
  * of the free database (handle 0) lists page numbers after a count.
  * LMDB opens that database to read transactions only, so this takes one
  * of its own (MDB_NOTLS lets a thread hold it beside its write
- * transaction); it sees the last commit, close enough for a threshold.
+ * transaction, and nested in it, it never waits for the remap gate); it
+ * sees the last commit, close enough for a threshold.
  */
 static size_t
 lstore_free_pages(struct lstore *s)
@@ -113,7 +114,7 @@ lstore_free_pages(struct lstore *s)
 	size_t n = 0, cnt;
 	int op = MDB_FIRST;
 
-	if (mdb_txn_begin(s->e->env, NULL, MDB_RDONLY, &txn) != 0)
+	if (lstore_txn_begin(s, 0, &txn) != IDEM_OK)
 		return 0;
 	if (mdb_cursor_open(txn, 0, &c) == 0) {
 		while (mdb_cursor_get(c, &k, &v, op) == 0) {
@@ -125,7 +126,7 @@ lstore_free_pages(struct lstore *s)
 		}
 		mdb_cursor_close(c);
 	}
-	mdb_txn_abort(txn);
+	lstore_txn_abort(txn);
 	return n;
 }
 

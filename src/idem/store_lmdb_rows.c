@@ -48,7 +48,7 @@ lstore_get(struct store *base, const char *table, const void *key,
 	if ((rc = lstore_err(mdb_get(txn, dbi, &k, &v))) ==
 	    IDEM_OK)
 		rc = buf_append(out, v.mv_data, v.mv_size);
-	mdb_txn_abort(txn);
+	lstore_txn_abort(txn);
 	return rc;
 }
 
@@ -194,7 +194,7 @@ lstore_scan(struct store *base, const char *table, const void *prefix,
 		rc = IDEM_OK;
 	mdb_cursor_close(c);
 fail_txn:
-	mdb_txn_abort(txn);
+	lstore_txn_abort(txn);
 	return rc;
 }
 
@@ -265,7 +265,7 @@ lstore_walk(struct lstore *s, MDB_dbi dbi, store_each_fn fn, void *ctx)
 		rc = IDEM_OK;
 	mdb_cursor_close(c);
 fail_txn:
-	mdb_txn_abort(txn);
+	lstore_txn_abort(txn);
 	return rc;
 }
 
@@ -295,7 +295,7 @@ lstore_count_dbi(struct lstore *s, MDB_dbi dbi, size_t *n)
 		return rc;
 	if ((rc = lstore_err(mdb_stat(txn, dbi, &st))) == IDEM_OK)
 		*n = st.ms_entries;
-	mdb_txn_abort(txn);
+	lstore_txn_abort(txn);
 	return rc;
 }
 
