@@ -431,7 +431,7 @@ static int
 lstore_batch_commit(MDB_txn *txn)
 {
 	if (fault_point("batch_commit")) {
-		mdb_txn_abort(txn);
+		lstore_txn_abort(txn);
 		return IDEM_EIO;
 	}
 	return lstore_commit_timed(txn);
