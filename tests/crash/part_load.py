@@ -14,7 +14,7 @@ from lib import servers
 from lib.common import DEADLINE, note
 from crashlib import (RESULTS, Answer, cleanup_instance, http_exchange, pay,
                       print_table, replay_problems, retry_after, start_instance,
-                      worker_log_problems)
+                      whose_answer, worker_log_line, worker_log_problems)
 
 
 # ---------------------------------------------------------------- kill under load
@@ -24,11 +24,16 @@ class LoadStats:
         self.lock = threading.Lock()
         self.counts = {}
         self.requests = 0
+        self.failed = []        # the 5xx outcomes, to find whose they were
 
     def add(self, label, request=True):
         with self.lock:
             self.requests += request
             self.counts[label] = self.counts.get(label, 0) + 1
+
+    def add_5xx(self, o):
+        with self.lock:
+            self.failed.append(o)
 
 
 def classify(o):
@@ -85,12 +90,14 @@ def part_load(args, server):
             end = min(time.monotonic() + per_key_budget, DEADLINE.end - 15)
             failures = 0
             last = "no attempt"
+            o = None
             while time.monotonic() < end:
                 o = pay(inst.port, sec, key, timeout=10)
                 c = classify(o)
                 stats.add(c)
                 if c == "5xx":
                     stats.add(f"status {o.answer.status}", request=False)
+                    stats.add_5xx(o)
                 last = o.label()
                 if c in ("201", "201-replay"):
                     with results_lock:
@@ -107,6 +114,8 @@ def part_load(args, server):
                     results[key] = f"unexpected answer {o.label()} " + \
                         (o.answer.brief() if o.answer else "")
                 return
+            if o is not None and o.answer is not None and o.answer.status >= 500:
+                last += f": {whose_answer(inst, o)}"
             with results_lock:
                 results[key] = f"no 201 within {per_key_budget:.0f} s (last {last})"
 
@@ -165,6 +174,8 @@ def part_load(args, server):
                 differ.append(f"{k}: replay {o.label()}")
                 continue
             p = replay_problems(good[k], o.answer, k)
+            if p and o.answer.status >= 500:
+                p[0] += f" ({whose_answer(inst, o)})"
             if p:
                 differ.append(p[0])
 
@@ -188,6 +199,11 @@ def part_load(args, server):
         st = inst.stats()
         workers_now = len(inst.worker_pids())
         outcomes = worker_outcomes(inst)
+        # A 5xx under load is the web server's when a worker died with the
+        # request (no worker logged it), else a worker's own answer.
+        by_worker = [(o, line) for o, line in
+                     ((o, worker_log_line(inst, o.rid)) for o in stats.failed)
+                     if line is not None and f" {o.answer.status} key=" in line]
         c = stats.counts
         figures = [
             ["keys (payments attempted)", len(keys)],
@@ -199,6 +215,8 @@ def part_load(args, server):
             ["5xx", f"{c.get('5xx', 0)} (" + ", ".join(
                 f"{k[7:]}: {v}" for k, v in sorted(c.items()) if k.startswith("status "))
              + ")"],
+            ["5xx a worker answered (the rest: the web server's)",
+             len(by_worker)],
             ["connection errors", c.get("conn-error", 0)],
             ["truncated answers", c.get("truncated", 0)],
             ["other answers", sum(v for k, v in c.items() if k not in
@@ -219,6 +237,8 @@ def part_load(args, server):
             ["seconds (load phase)", f"{load_s:.1f}"],
         ]
         print_table(f"Kill under load ({server}, seed {seed})", ["figure", "value"], figures)
+        for o, line in by_worker[:10]:
+            note(f"a worker's {o.answer.status}: {line}")
 
         n = len(keys)
         RESULTS.record(f"{name}: every key got a 201 in the end ({n} keys)",
