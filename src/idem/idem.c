@@ -42,6 +42,12 @@ struct idem {
 	idem_clock_fn clock;
 	void *clock_ctx;
 	struct sealer *seal;            /* NULL: values in the clear */
+	/*
+	 * How long this handle's claimed requests ran, a moving average
+	 * (metrics_ewma_add): what a duplicate waits for when no counters
+	 * file shared by the workers says it (idem_typical_run_ms).
+	 */
+	uint64_t run_ewma_ms;
 };
 
 struct idem_call {
@@ -507,24 +513,38 @@ idem_now_ms(const struct idem *idem)
 }
 
 /*
+ * How long claimed requests typically run: the figure every worker of the
+ * host shares when the counters file is mapped (metrics_open, which the
+ * responder calls), else this handle's own, so that a program that uses
+ * only idem.h gets a meaningful Retry-After too.
+ */
+static uint64_t
+idem_typical_run_ms(const struct idem *idem)
+{
+	uint64_t shared = metrics_typical_run_ms();
+
+	return shared > 0 ? shared : metrics_ewma_get(&idem->run_ewma_ms);
+}
+
+/*
  * The whole lease is the longest a duplicate may have to wait, not the
  * likely wait: a request that takes a second holds a 30-second lease.  A
  * client that honours Retry-After should come back about when the first
- * request is done, so the answer is the typical run time measured by
- * every worker, less what this run has had already, rounded up to whole
- * seconds (RFC 9110 section 10.2.3), at least 1 and never past the lease
- * (lease_left, from engine_decide).
+ * request is done, so the answer is the typical run time, less what this
+ * run has had already, rounded up to whole seconds (RFC 9110 section
+ * 10.2.3), at least 1 and never past the lease (lease_left, from
+ * engine_decide).
  */
 static uint32_t
-idem_retry_after(const struct rec *r, uint64_t now_ms, uint64_t lease_ms,
-    uint32_t lease_left)
+idem_retry_after(const struct idem *idem, const struct rec *r,
+    uint64_t now_ms, uint32_t lease_left)
 {
 	uint64_t start, elapsed, typical, wait, secs;
 
 	/* The lease was last set, by the claim or a renewal, to now+lease. */
-	start = r->lease_ms > lease_ms ? r->lease_ms - lease_ms : 0;
+	start = r->lease_ms > idem->lease_ms ? r->lease_ms - idem->lease_ms : 0;
 	elapsed = now_ms > start ? now_ms - start : 0;
-	typical = metrics_typical_run_ms();
+	typical = idem_typical_run_ms(idem);
 	wait = typical > elapsed ? typical - elapsed : 0;
 	secs = wait / 1000 + (wait % 1000 != 0);
 	if (secs < 1)
@@ -677,8 +697,8 @@ idem_begin(struct idem *idem, const char *scope, const char *key,
 		idem_call_view(c);
 		break;
 	case IDEM_CONFLICT:
-		c->retry_after = idem_retry_after(&c->rec, c->start_ms,
-		    idem->lease_ms, c->retry_after);
+		c->retry_after = idem_retry_after(idem, &c->rec, c->start_ms,
+		    c->retry_after);
 		break;
 	case IDEM_RUN:
 	case IDEM_RESUME:
@@ -859,11 +879,16 @@ idem_abandon(struct idem_call *c)
 void
 idem_call_free(struct idem_call *c)
 {
+	uint64_t ran;
+
 	if (c == NULL)
 		return;
 	/* How long claimed requests run is what a duplicate waits for. */
-	if (c->claimed)
-		metrics_observe_run_ms(idem_now_ms(c->idem) - c->start_ms);
+	if (c->claimed) {
+		ran = idem_now_ms(c->idem) - c->start_ms;
+		metrics_observe_run_ms(ran);
+		metrics_ewma_add(&c->idem->run_ewma_ms, ran);
+	}
 	rec_free(&c->rec);
 	free(c->resp_mem);
 	free(c->scope);

@@ -282,9 +282,10 @@ const struct idem_response *idem_call_response(const struct idem_call *c);
 
 /*
  * IDEM_CONFLICT: seconds a duplicate should wait, from how long claimed
- * requests typically run and how long this one has run, at least 1 and
- * never past its lease.  IDEM_LIMITED: seconds until the store's oldest
- * key expires, at least 1.  0 otherwise.
+ * requests typically run (a moving average of the handle's claims, or of
+ * every worker's where the responder shares one) and how long this one
+ * has run, at least 1 and never past its lease.  IDEM_LIMITED: seconds
+ * until the store's oldest key expires, at least 1.  0 otherwise.
  */
 uint32_t idem_call_retry_after(const struct idem_call *c);
 

@@ -199,34 +199,44 @@ metrics_observe_ms(uint64_t ms)
 
 /*
  * An exponentially weighted moving average (weight 1/8 for the newest),
- * updated with compare-and-swap since every thread of every worker
- * shares it.
+ * updated with compare-and-swap since every thread of every worker may
+ * share it.  The slot holds the average plus 1, so that 0 means nothing
+ * measured yet.
  */
 void
-metrics_observe_run_ms(uint64_t ms)
+metrics_ewma_add(uint64_t *slot, uint64_t ms)
 {
 	uint64_t old, next;
 
-	if (metrics_map == NULL)
-		return;
-	old = __atomic_load_n(&metrics_map->run_ewma_ms, __ATOMIC_RELAXED);
+	old = __atomic_load_n(slot, __ATOMIC_RELAXED);
 	do {
 		next = old == 0 ? ms + 1 : old - old / 8 + (ms + 1) / 8;
 		if (next == 0)
 			next = 1;
-	} while (!__atomic_compare_exchange_n(&metrics_map->run_ewma_ms, &old,
-	    next, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	} while (!__atomic_compare_exchange_n(slot, &old, next, 1,
+	    __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+
+uint64_t
+metrics_ewma_get(const uint64_t *slot)
+{
+	uint64_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+
+	return v > 0 ? v - 1 : 0;
+}
+
+void
+metrics_observe_run_ms(uint64_t ms)
+{
+	if (metrics_map != NULL)
+		metrics_ewma_add(&metrics_map->run_ewma_ms, ms);
 }
 
 uint64_t
 metrics_typical_run_ms(void)
 {
-	uint64_t v;
-
-	if (metrics_map == NULL)
-		return 0;
-	v = __atomic_load_n(&metrics_map->run_ewma_ms, __ATOMIC_RELAXED);
-	return v > 0 ? v - 1 : 0;
+	return metrics_map != NULL ?
+	    metrics_ewma_get(&metrics_map->run_ewma_ms) : 0;
 }
 
 static uint64_t

@@ -75,6 +75,15 @@ void metrics_observe_ms(uint64_t ms);
 void metrics_observe_run_ms(uint64_t ms);
 uint64_t metrics_typical_run_ms(void);
 
+/*
+ * The same moving average kept in a slot of the caller's (zero at
+ * first), which any number of threads may update at once: the library
+ * keeps one per handle (idem.c), so that a program without the counters
+ * file still has a typical run time.
+ */
+void metrics_ewma_add(uint64_t *slot, uint64_t ms);
+uint64_t metrics_ewma_get(const uint64_t *slot);
+
 /* Appends the Prometheus text exposition (format 0.0.4) to out. */
 int metrics_render(struct buf *out);
 

@@ -277,11 +277,14 @@ def worker_log_problems(inst):
 class Outcome:
     """What a client saw: an answer, or how the exchange failed."""
 
-    def __init__(self, answer=None, error=None, status=None, partial=None):
+    def __init__(self, answer=None, error=None, status=None, partial=None,
+                 rid=None):
         self.answer = answer
         self.error = error          # None, or "reset", "closed", "refused", ...
         self.status = status        # for a truncated answer
         self.partial = partial
+        self.rid = rid              # the X-Request-Id it was sent with
+        self.when = time.time()     # when the exchange ended
 
     @property
     def status_code(self):
@@ -296,32 +299,93 @@ class Outcome:
 
 
 def http_exchange(port, method, path, body=None, headers=None, timeout=10.0):
+    """One request on a connection of its own.  Each carries an
+    X-Request-Id of its own, which the web server hands the worker and the
+    worker writes in its log line (rid=...): worker_log_line() finds the
+    line of an answer, or tells that no worker wrote it."""
     conn = http.client.HTTPConnection(HOST, port, timeout=min(timeout, DEADLINE.timeout(timeout)))
     status = hdrs = None
+    rid = "crash-" + secrets.token_hex(8)
     try:
-        h = {"Connection": "close"}
+        h = {"Connection": "close", "X-Request-Id": rid}
         h.update(headers or {})
         conn.request(method, path, body=body, headers=h)
         r = conn.getresponse()
         status, hdrs = r.status, r.getheaders()
         data = r.read()
-        return Outcome(Answer(r.status, hdrs, data))
+        return Outcome(Answer(r.status, hdrs, data), rid=rid)
     except http.client.IncompleteRead as e:
-        return Outcome(error="truncated", status=status, partial=e.partial)
+        return Outcome(error="truncated", status=status, partial=e.partial, rid=rid)
     except (socket.timeout, TimeoutError):
-        return Outcome(error="timeout")
+        return Outcome(error="timeout", rid=rid)
     except ConnectionRefusedError:
-        return Outcome(error="refused")
+        return Outcome(error="refused", rid=rid)
     except ConnectionResetError:
-        return Outcome(error="reset")
+        return Outcome(error="reset", rid=rid)
     except BrokenPipeError:
-        return Outcome(error="broken pipe")
+        return Outcome(error="broken pipe", rid=rid)
     except http.client.RemoteDisconnected:
-        return Outcome(error="closed without answer")
+        return Outcome(error="closed without answer", rid=rid)
     except (OSError, http.client.HTTPException) as e:
-        return Outcome(error=type(e).__name__)
+        return Outcome(error=type(e).__name__, rid=rid)
     finally:
         conn.close()
+
+
+def worker_log_line(inst, rid):
+    """The workers' log line of the request sent with X-Request-Id rid
+    (one line a request, "... STATUS key=KEYHASH outcome=... rid=RID"), or
+    None when no worker logged it: a worker that dies with a request logs
+    nothing, and the web server answers for it."""
+    pat = re.compile(r"^idem: .* rid=" + re.escape(rid) + r"$", re.M)
+    for path in inst.logs:
+        try:
+            with open(path, errors="replace") as f:
+                m = pat.search(f.read())
+        except OSError:
+            continue
+        if m:
+            return m.group(0)
+    return None
+
+
+def whose_answer(inst, o):
+    """Who gave the outcome o (a 5xx, say): the worker's own log line, or
+    the web server's (lighttpd's or Apache's) error-log lines that name a
+    backend failure within a second and a half of the answer."""
+    line = worker_log_line(inst, o.rid) if o.rid else None
+    if line is not None and o.answer is not None and \
+            f" {o.answer.status} key=" in line:
+        return f"the worker's: {line}"
+    if line is not None:
+        return (f"the web server's: the worker logged another answer and "
+                f"died before it was sent: {line}")
+    server = []
+    for path in inst.logs:
+        if not path.endswith(("lighttpd-error.log", "apache-error.log")):
+            continue
+        try:
+            with open(path, errors="replace") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            continue
+        for ln in lines:
+            m = re.match(r"\[?(?:\w{3} )?(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|"
+                         r"\w{3} \d\d \d\d:\d\d:\d\d(?:\.\d+)? \d{4})", ln)
+            if not m or not re.search(r"response not received|end-of-file|"
+                                      r"reset|died|refused|Premature", ln):
+                continue
+            for fmt in ("%Y-%m-%d %H:%M:%S", "%b %d %H:%M:%S.%f %Y",
+                        "%b %d %H:%M:%S %Y"):
+                try:
+                    t = time.mktime(time.strptime(m.group(1), fmt))
+                    break
+                except ValueError:
+                    t = None
+            if t is not None and abs(t - o.when) <= 1.5:
+                server.append(ln.strip())
+    return (f"no worker logged rid={o.rid}: the web server's own answer"
+            + ("; its log then: " + " | ".join(server[-3:]) if server else ""))
 
 
 def http_get(port, path, timeout=5.0):

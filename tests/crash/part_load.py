@@ -11,10 +11,10 @@ import threading
 import time
 
 from lib import servers
-from lib.common import DEADLINE, note
+from lib.common import DEADLINE, note, proc_alive, proc_state, wait_gone
 from crashlib import (RESULTS, Answer, cleanup_instance, http_exchange, pay,
                       print_table, replay_problems, retry_after, start_instance,
-                      worker_log_problems)
+                      whose_answer, worker_log_line, worker_log_problems)
 
 
 # ---------------------------------------------------------------- kill under load
@@ -24,11 +24,16 @@ class LoadStats:
         self.lock = threading.Lock()
         self.counts = {}
         self.requests = 0
+        self.failed = []        # the 5xx outcomes, to find whose they were
 
     def add(self, label, request=True):
         with self.lock:
             self.requests += request
             self.counts[label] = self.counts.get(label, 0) + 1
+
+    def add_5xx(self, o):
+        with self.lock:
+            self.failed.append(o)
 
 
 def classify(o):
@@ -58,6 +63,27 @@ def worker_outcomes(inst):
     return counts
 
 
+def settle(inst, killed, workers):
+    """Waits for the killed workers to be gone and (lighttpd) the pool to
+    be whole again; what is still wrong after 30 s, or None.  A SIGKILLed
+    worker's listening socket stays open until every thread has left and
+    its memory is torn down, and all that while the web server, which
+    learns of the death only when the process is gone, hands it new
+    connections: the kernel accepts them on the dead worker's behalf, and
+    the web server answers each with its own 500 when the teardown closes
+    them.  Requests sent after the kills must not be sent into a kill."""
+    end = time.monotonic() + DEADLINE.timeout(30)
+    if not wait_gone(killed, max(0.1, end - time.monotonic())):
+        return "killed workers still there: " + ", ".join(
+            proc_state(p) for p in killed if proc_alive(p))
+    if not isinstance(inst, servers.LighttpdSpawn):
+        return None
+    while time.monotonic() < end and len(inst.worker_pids()) < workers:
+        time.sleep(0.05)
+    n = len(inst.worker_pids())
+    return None if n >= workers else f"{n} of {workers} workers respawned"
+
+
 def part_load(args, server):
     name = f"load {server}"
     seed = args.seed if args.seed is not None else secrets.randbits(32)
@@ -85,12 +111,14 @@ def part_load(args, server):
             end = min(time.monotonic() + per_key_budget, DEADLINE.end - 15)
             failures = 0
             last = "no attempt"
+            o = None
             while time.monotonic() < end:
                 o = pay(inst.port, sec, key, timeout=10)
                 c = classify(o)
                 stats.add(c)
                 if c == "5xx":
                     stats.add(f"status {o.answer.status}", request=False)
+                    stats.add_5xx(o)
                 last = o.label()
                 if c in ("201", "201-replay"):
                     with results_lock:
@@ -107,6 +135,8 @@ def part_load(args, server):
                     results[key] = f"unexpected answer {o.label()} " + \
                         (o.answer.brief() if o.answer else "")
                 return
+            if o is not None and o.answer is not None and o.answer.status >= 500:
+                last += f": {whose_answer(inst, o)}"
             with results_lock:
                 results[key] = f"no 201 within {per_key_budget:.0f} s (last {last})"
 
@@ -118,19 +148,33 @@ def part_load(args, server):
                 one_key(cid, n, crng)
                 n += 1
 
+        def kill_one(teardown=0.0):
+            # Not one that is already on its way out: a second SIGKILL
+            # would count as a kill and do nothing.
+            pids = [p for p in inst.worker_pids() if p not in kills]
+            if not pids:
+                return
+            pid = rng.choice(pids)
+            try:
+                if teardown > 0:
+                    # A teardown that takes this long: the worker stops
+                    # answering at once, its socket takes connections
+                    # until the SIGKILL ends it.
+                    os.kill(pid, signal.SIGSTOP)
+                    t = threading.Timer(teardown, os.kill, (pid, signal.SIGKILL))
+                    t.daemon = True
+                    t.start()
+                else:
+                    os.kill(pid, signal.SIGKILL)
+                kills.append(pid)
+            except ProcessLookupError:
+                pass
+
         def killer():
             try:
-                while len(kills) < nkills and not stop.is_set():
+                while len(kills) < nkills - 1 and not stop.is_set():
                     time.sleep(rng.uniform(0.1, 0.3))
-                    pids = inst.worker_pids()
-                    if not pids:
-                        continue
-                    pid = rng.choice(pids)
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                        kills.append(pid)
-                    except ProcessLookupError:
-                        pass
+                    kill_one()
             finally:
                 killing.clear()
 
@@ -146,7 +190,13 @@ def part_load(args, server):
             t.join(max(0.1, load_end - time.monotonic()))
         stop.set()
         hung = sum(t.is_alive() for t in threads)
+        # The last kill comes as the load ends, on a worker that now has
+        # no request, and its teardown takes a while (as a threaded
+        # worker's does on a busy machine): the checks below must not
+        # start until it is over (settle).
+        kill_one(teardown=0.3)
         load_s = time.monotonic() - started
+        unsettled = settle(inst, kills, args.load_workers)
 
         # afterwards: every key's replay equals its 201
         keys = list(results)
@@ -165,6 +215,8 @@ def part_load(args, server):
                 differ.append(f"{k}: replay {o.label()}")
                 continue
             p = replay_problems(good[k], o.answer, k)
+            if p and o.answer.status >= 500:
+                p[0] += f" ({whose_answer(inst, o)})"
             if p:
                 differ.append(p[0])
 
@@ -188,17 +240,24 @@ def part_load(args, server):
         st = inst.stats()
         workers_now = len(inst.worker_pids())
         outcomes = worker_outcomes(inst)
+        # A 5xx under load is the web server's when a worker died with the
+        # request (no worker logged it), else a worker's own answer.
+        by_worker = [(o, line) for o, line in
+                     ((o, worker_log_line(inst, o.rid)) for o in stats.failed)
+                     if line is not None and f" {o.answer.status} key=" in line]
         c = stats.counts
         figures = [
             ["keys (payments attempted)", len(keys)],
             ["requests sent", stats.requests],
-            ["kills (SIGKILL to a worker)", len(kills)],
+            ["kills (SIGKILL to a worker; the last as the load ended)", len(kills)],
             ["201 fresh", c.get("201", 0)],
             ["201 replay (the first 201 a client saw was a replay)", c.get("201-replay", 0)],
             ["409 (honoured Retry-After)", c.get("409", 0)],
             ["5xx", f"{c.get('5xx', 0)} (" + ", ".join(
                 f"{k[7:]}: {v}" for k, v in sorted(c.items()) if k.startswith("status "))
              + ")"],
+            ["5xx a worker answered (the rest: the web server's)",
+             len(by_worker)],
             ["connection errors", c.get("conn-error", 0)],
             ["truncated answers", c.get("truncated", 0)],
             ["other answers", sum(v for k, v in c.items() if k not in
@@ -219,6 +278,8 @@ def part_load(args, server):
             ["seconds (load phase)", f"{load_s:.1f}"],
         ]
         print_table(f"Kill under load ({server}, seed {seed})", ["figure", "value"], figures)
+        for o, line in by_worker[:10]:
+            note(f"a worker's {o.answer.status}: {line}")
 
         n = len(keys)
         RESULTS.record(f"{name}: every key got a 201 in the end ({n} keys)",
@@ -231,6 +292,7 @@ def part_load(args, server):
                        f"failed exchanges, {outcomes.get('takeover', 0)} take-overs)",
                        ([] if len(kills) == nkills else
                         [f"only {len(kills)} of {nkills} kills sent"]) +
+                       ([f"after the kills: {unsettled}"] if unsettled else []) +
                        ([] if outcomes.get("takeover", 0) >= 1 else
                         ["no take-over logged: no kill landed inside a claimed request, "
                          "so the run proved little (more --kills or --latency-ms?)"]))

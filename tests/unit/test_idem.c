@@ -467,6 +467,37 @@ test_retry_after_from_typical_run(void)
 }
 
 /*
+ * A program that uses only idem.h, with no counters file of the
+ * responder's mapped (down() unmaps it), gets the same Retry-After: the
+ * handle measures how long its own claims ran.  Everything here is
+ * idem.h's.
+ */
+static void
+test_retry_after_idem_h_alone(void)
+{
+	struct idem_response r = { 201, NULL, 0, "ok", 2 };
+	struct idem_call *c, *d;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(idem);
+	/* Nothing measured yet: come back in a second and ask again. */
+	HARNESS_EQ(begin("first", fp_a, &c), IDEM_RUN);
+	HARNESS_EQ(begin("first", fp_a, &d), IDEM_CONFLICT);
+	HARNESS_EQ(idem_call_retry_after(d), 1);
+	idem_call_free(d);
+	/* It runs 4.5 s, and its run is counted when it is freed. */
+	now_ms += 4500;
+	HARNESS_EQ(idem_finish(c, &r, NULL, NULL), IDEM_OK);
+	idem_call_free(c);
+	/* A duplicate of the next request, 1.2 s into its run: 3.3 s left. */
+	HARNESS_EQ(begin("second", fp_a, &c), IDEM_RUN);
+	now_ms += 1200;
+	HARNESS_EQ(begin("second", fp_a, &d), IDEM_CONFLICT);
+	HARNESS_EQ(idem_call_retry_after(d), 4);
+	idem_call_free(d);
+	idem_call_free(c);
+}
+
+/*
  * Concurrency: threads claim distinct keys, and each claim's hook
  * reserves one unit from a shared counter row bounded at BOUND, after
  * first writing a row of its own.  The check and the reservation are
@@ -600,6 +631,8 @@ harness_suites(void)
 	    NULL ||
 	    CU_add_test(s, "Retry-After from the typical run",
 	    test_retry_after_from_typical_run) == NULL ||
+	    CU_add_test(s, "Retry-After with idem.h alone",
+	    test_retry_after_idem_h_alone) == NULL ||
 	    CU_add_test(s, "hook atomic under concurrency",
 	    test_hook_atomic_under_concurrency) == NULL)
 		return -1;

@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""./quickstart serve while another one runs: refused, and the first
+untouched.
+
+    python3 tests/quickstart/run.py --build BUILD_DIR [--keep]
+
+Two scratch checkouts, each the quickstart script, etc/ and www/ of the
+source tree and a build/ that holds BUILD_DIR's idem-fcgi, idemctl and
+idem-provider behind a Makefile with nothing to do (so quickstart's build
+step is a no-op), with a dpkg-query on PATH that says every package is
+installed.  One "./quickstart serve" (A) serves from the first on two free
+ports; then, one after another, a second serve from the same checkout on
+the same ports, on other ports (the state directory is A's), from the
+other checkout on A's port and on A's provider port, and a serve-cluster
+on A's port.  Each must exit non-zero at once, saying what is in use,
+without serving; after each, A must still answer GET /healthz with 200
+from the same workers.  Then A is stopped by its pid (SIGTERM; its
+servers and workers must then be gone), and a serve in its checkout starts
+again: the claim ended with the run.
+
+Every process is stopped by pid: A by SIGTERM to its quickstart, and
+whatever of it is left by the pids in its pid files.  The last line is
+"quickstart: N passed, M failed".
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from lib.common import (DEADLINE, Results, free_port, note,  # noqa: E402
+                        proc_alive, wait_gone)
+from lib.servers import temp_base  # noqa: E402
+
+SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RESULTS = Results("quickstart ")
+PROGRAMS = ("idem-fcgi", "idemctl", "idem-provider")
+
+
+def scratch_checkout(build, base):
+    """A checkout quickstart serves from without building anything."""
+    root = tempfile.mkdtemp(prefix="idem-quickstart-", dir=base)
+    os.chmod(root, 0o755)
+    shutil.copy2(os.path.join(SRC, "quickstart"), root)
+    for d in ("etc", "www"):
+        shutil.copytree(os.path.join(SRC, d), os.path.join(root, d))
+    # build(): configure executable and newer than configure.ac (absent),
+    # build/config.status no older than it, configured with no options.
+    stub(os.path.join(root, "configure"), "exit 1\n")
+    os.makedirs(os.path.join(root, "build"))
+    with open(os.path.join(root, "build", "Makefile"), "w") as f:
+        f.write("all:\n\t@:\n")
+    with open(os.path.join(root, "build", "config.status"), "w") as f:
+        f.write("")
+    with open(os.path.join(root, "build", ".configured-with"), "w") as f:
+        f.write("\n")
+    for p in PROGRAMS:
+        shutil.copy2(os.path.join(build, p), os.path.join(root, "build", p))
+    return root
+
+
+def stub(path, body):
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n" + body)
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def quickstart_env(tools, **ports):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    env["PATH"] = tools + os.pathsep + env.get("PATH", "/usr/bin:/bin")
+    env.update({k: str(v) for k, v in ports.items()})
+    return env
+
+
+def healthz(port):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz",
+                                    timeout=5) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError as e:
+        return f"no answer ({e})"
+
+
+def read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def pids_in(root):
+    """The pids in the run's pid files: lighttpd's and spawn-fcgi's."""
+    run = os.path.join(root, "var", "run")
+    out = {}
+    for name in ("lighttpd.pid", "lighttpd-provider.pid", "spawn-fcgi.pid",
+                 "spawn-provider.pid"):
+        out[name] = [int(x) for x in read(os.path.join(run, name)).split()
+                     if x.isdigit()]
+    return out
+
+
+class Serve:
+    """One ./quickstart serve, its output in a log, stopped by its pid."""
+
+    def __init__(self, root, env, what="serve"):
+        self.root = root
+        self.log = os.path.join(root, f"quickstart-{what}-{time.monotonic_ns()}.log")
+        with open(self.log, "wb") as out:
+            self.p = subprocess.Popen([os.path.join(root, "quickstart"), what],
+                                      cwd=root, env=env, stdin=subprocess.DEVNULL,
+                                      stdout=out, stderr=subprocess.STDOUT,
+                                      start_new_session=True)
+
+    def output(self):
+        return read(self.log)
+
+    def wait_serving(self, port, seconds):
+        end = time.monotonic() + DEADLINE.timeout(seconds)
+        while time.monotonic() < end:
+            if self.p.poll() is not None:
+                return f"exited {self.p.returncode}: {self.output()[-1500:]}"
+            if "idem is serving" in self.output() and healthz(port) == 200:
+                return None
+            time.sleep(0.1)
+        return f"not serving within {seconds} s: {self.output()[-1500:]}"
+
+    def wait_exit(self, seconds):
+        try:
+            return self.p.wait(timeout=DEADLINE.timeout(seconds))
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self, seconds=30):
+        """SIGTERM to quickstart (its trap stops what it started); then
+        SIGKILL to it and to the pids in its pid files that are left."""
+        pids = [p for v in pids_in(self.root).values() for p in v]
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+        rc = self.wait_exit(seconds)
+        if rc is None:
+            self.p.kill()
+            self.p.wait(timeout=10)
+        left = [p for p in pids if proc_alive(p)]
+        for p in left:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        wait_gone(left, DEADLINE.timeout(15))
+        return rc, left
+
+
+def refused(name, serve, a, a_port, a_workers, want):
+    """The second run exits non-zero at once, saying want, never serving;
+    A still answers from the same workers.  False when A is hurt (the
+    checks after it would prove nothing)."""
+    rc = serve.wait_exit(60)
+    out = serve.output()
+    problems = []
+    if rc is None:
+        problems.append("still running after 60 s")
+        serve.stop()
+    elif rc == 0:
+        problems.append("exited 0")
+    if "idem is serving" in out or want not in out:
+        problems.append(f"output: {out.strip()[-800:]!r}")
+    status = healthz(a_port)
+    if status != 200:
+        problems.append(f"the first instance's GET /healthz: {status}")
+    workers = pids_in(a.root)["spawn-fcgi.pid"]
+    gone = [p for p in workers if not proc_alive(p)]
+    if workers != a_workers or gone:
+        problems.append(f"the first instance's workers were {a_workers}, now "
+                        f"{workers} (gone: {gone})")
+    RESULTS.record(name, problems)
+    return status == 200 and not gone
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", required=True, help="build directory")
+    ap.add_argument("--deadline", type=float, default=240)
+    ap.add_argument("--keep", action="store_true", help="keep the scratch checkouts")
+    args = ap.parse_args()
+    DEADLINE.reset(args.deadline)
+    build = os.path.abspath(args.build)
+    for p in PROGRAMS:
+        if not os.access(os.path.join(build, p), os.X_OK):
+            print(f"FAIL - quickstart setup: {build}/{p} missing")
+            return RESULTS.summary("quickstart") or 1
+    for tool in ("lighttpd", "spawn-fcgi", "curl", "flock"):
+        if shutil.which(tool) is None:
+            print(f"FAIL - quickstart setup: no {tool}")
+            return RESULTS.summary("quickstart") or 1
+
+    base = temp_base()
+    one = scratch_checkout(build, base)
+    two = scratch_checkout(build, base)
+    tools = os.path.join(one, "tools")
+    os.makedirs(tools)
+    os.chmod(tools, 0o755)
+    stub(os.path.join(tools, "dpkg-query"), "echo 'install ok installed'\n")
+    ports = []
+
+    def port():
+        p = free_port()
+        while p in ports:
+            p = free_port()
+        ports.append(p)
+        return p
+
+    a_port, a_provider = port(), port()
+    a = None
+    try:
+        a = Serve(one, quickstart_env(tools, PORT=a_port, PROVIDER_PORT=a_provider))
+        why = a.wait_serving(a_port, 90)
+        RESULTS.record(f"serve on {a_port}, the provider on {a_provider}",
+                       [why] if why else [])
+        if why:
+            return RESULTS.summary("quickstart")
+        a_workers = pids_in(one)["spawn-fcgi.pid"]
+        note(f"first instance: quickstart {a.p.pid}, workers {a_workers}")
+        cases = [
+            ("the same checkout and ports", one, "serve",
+             dict(PORT=a_port, PROVIDER_PORT=a_provider), "var/run is in use"),
+            ("the same checkout, other ports", one, "serve",
+             dict(PORT=port(), PROVIDER_PORT=port()), "var/run is in use"),
+            ("another checkout, the same port", two, "serve",
+             dict(PORT=a_port, PROVIDER_PORT=port()), f"127.0.0.1:{a_port} is in use"),
+            ("another checkout, the same provider port", two, "serve",
+             dict(PORT=port(), PROVIDER_PORT=a_provider),
+             f"127.0.0.1:{a_provider} is in use"),
+            ("serve-cluster on the same port", one, "serve-cluster",
+             dict(PORT=a_port, PROVIDER_PORT=port()), f"127.0.0.1:{a_port} is in use"),
+        ]
+        for name, root, what, env, want in cases:
+            b = Serve(root, quickstart_env(tools, **env), what)
+            if not refused(f"a second {what}, {name}: refused", b, a, a_port,
+                           a_workers, want):
+                note("the first instance is hurt: the remaining cases are skipped")
+                return RESULTS.summary("quickstart")
+
+        before = pids_in(one)
+        rc, left = a.stop()
+        everything = [p for v in before.values() for p in v]
+        RESULTS.record("stopped by its pid: its servers and workers gone",
+                       ([] if rc is not None else ["no exit within 30 s of SIGTERM"]) +
+                       ([f"still there after it exited: {left}"] if left else []) +
+                       ([] if len(everything) >= 4 else
+                        [f"pid files: {before}"]))
+        a = Serve(one, quickstart_env(tools, PORT=a_port, PROVIDER_PORT=a_provider))
+        why = a.wait_serving(a_port, 90)
+        RESULTS.record("serve again in the same checkout once the first stopped",
+                       [why] if why else [])
+    finally:
+        if a is not None:
+            a.stop()
+        if args.keep:
+            note(f"kept {one} and {two}")
+        else:
+            shutil.rmtree(one, ignore_errors=True)
+            shutil.rmtree(two, ignore_errors=True)
+    return RESULTS.summary("quickstart")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
