@@ -480,7 +480,7 @@ lstore_batch_alone(struct lstore *any, struct store_job *batch)
  * those that only read too: a job reads the writes of the jobs before it
  * in the batch, so a replay, a 409, a 422, a scope at its bound, a claim
  * found lost or a row found to exist may have been decided on writes that
- * never reached the disk (doc/DESIGN.md, invariant 8).  Jobs fail
+ * never reached the disk (doc/DESIGN.md, invariant 9).  Jobs fail
  * cleanly, before they write, in all but rare cases (lstore_rc_clean);
  * when one does not, the batch is rolled back and each job run again in
  * a transaction of its own, so one request's failure never undoes

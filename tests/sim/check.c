@@ -675,7 +675,7 @@ check_on_answer(struct sim_req *rq, const struct sim_resp *r)
 
 	check_isolation(rq, r);
 	/*
-	 * Invariant 8: no verdict on an uncommitted write.  A request whose
+	 * Invariant 9: no verdict on an uncommitted write.  A request whose
 	 * store call rode a commit that failed may only say that it failed.
 	 */
 	if (rq->uncommitted && r->status < 500)

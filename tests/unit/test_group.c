@@ -455,7 +455,7 @@ held_start(struct held_write *w, const char *key, int kind)
 }
 
 /*
- * Invariant 8, no verdict on an uncommitted write.  One batch carries,
+ * Invariant 9, no verdict on an uncommitted write.  One batch carries,
  * in this order: a claim of "lead" (its leader's, held at store_wait
  * until the others are queued), the completion of "done", a claim of
  * "done" (which reads that completion: a replay), the claim of "busy",
