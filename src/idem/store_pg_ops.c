@@ -355,7 +355,8 @@ pg_quota_add(struct pgconn *pc, const char *scope, int delta,
 /*
  * The count of scope's records as this transaction sees it (what is
  * committed and its own writes) and the server's max_connections, the
- * most transactions that can be open at once.
+ * most transactions that can be open at once.  The sum of bigints is a
+ * numeric, sent back as an integer: pg_get_u64 reads only integers.
  */
 static int
 pg_quota_sum(struct pgconn *pc, const char *scope, uint64_t *n,
@@ -366,7 +367,7 @@ pg_quota_sum(struct pgconn *pc, const char *scope, uint64_t *n,
 	int rc;
 
 	pg_arg_bytes(&a, scope, strlen(scope));
-	if ((rc = pg_exec(pc, "SELECT greatest(coalesce(sum(n), 0), 0), "
+	if ((rc = pg_exec(pc, "SELECT greatest(coalesce(sum(n), 0), 0)::bigint, "
 	    "current_setting('max_connections')::bigint FROM idem_quota "
 	    "WHERE scope = $1", &a, &res)) != IDEM_OK)
 		return rc;

@@ -389,6 +389,38 @@ test_quota_near_bound(void)
 }
 
 /*
+ * A scope's count is read right at any size: with a bound of 1,000,000
+ * a scope holding 9,999, 10,000, 20,000 or 160,000 live records (as if
+ * counted by another host, in a slot no session has) claims one more, and
+ * one holding exactly the bound is refused.  sum() over bigint is a
+ * numeric, whose binary form is not an integer's.
+ */
+static void
+test_quota_large_counts(void)
+{
+	static const long long live[] = { 9999, 10000, 20000, 160000 };
+	char q[160], key[32];
+	struct store *s;
+	size_t i;
+
+	s = open_store(1000000, 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	for (i = 0; i < sizeof(live) / sizeof(live[0]); i++) {
+		snprintf(q, sizeof(q), "DELETE FROM idem_quota WHERE scope = "
+		    "'big'; INSERT INTO idem_quota (scope, slot, n) VALUES "
+		    "('big', 4096, %lld)", live[i]);
+		HARNESS_EQ(sql(q), 0);
+		snprintf(key, sizeof(key), "at-%lld", live[i]);
+		HARNESS_EQ(claim(s, "big", key, 1, T0), ENGINE_CLAIM);
+	}
+	HARNESS_EQ(sql("DELETE FROM idem_quota WHERE scope = 'big'; INSERT "
+	    "INTO idem_quota (scope, slot, n) VALUES ('big', 4096, 1000000)"),
+	    0);
+	HARNESS_EQ(claim(s, "big", "over", 1, T0), -IDEM_ELIMIT);
+	store_close(s);
+}
+
+/*
  * Claims held inside their transactions: each one's hook counts itself
  * in, then waits until need of them are in (0: until the test lets them
  * go), 30 s at most; one that gave up counts in alone.
@@ -769,6 +801,8 @@ harness_suites(void)
 		    test_quota_concurrent },
 		{ "per-scope bound exact from far to near",
 		    test_quota_near_bound },
+		{ "a scope's count read right past 9,999",
+		    test_quota_large_counts },
 		{ "one scope's claims do not queue on its count",
 		    test_quota_no_queue },
 		{ "a claim near the bound waits for those it cannot see",
