@@ -6,7 +6,6 @@
  * one.  Configuration comes from the environment (see cfg.h and
  * idem-fcgi(8)); the command line takes only --help and --version.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -14,6 +13,7 @@
 #include "cfg.h"
 #include "crypto.h"
 #include "err.h"
+#include "options.h"
 #include "problem.h"
 #include "server.h"
 
@@ -43,46 +43,6 @@ static const char usage_text[] =
     "idem-fcgi(8).  The payment provider must be named: IDEM_PROVIDER_URL=\n"
     "http://HOST:PORT, or IDEM_PROVIDER=simulated for tests.\n";
 
-/*
- * The command line, read before anything else: --help and --version are
- * answered without reading the configuration or creating anything, and
- * anything else on the command line is a mistake, never a request.  A
- * CGI server may pass a query string without "=" as arguments (RFC 3875
- * section 4.4, the search string), which a script may ignore: with
- * GATEWAY_INTERFACE set the arguments are the request's, not ours.
- */
-static void
-options(int argc, char *argv[])
-{
-	static const struct option longs[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
-	};
-	int ch;
-
-	if (getenv("GATEWAY_INTERFACE") != NULL)
-		return;
-	while ((ch = getopt_long(argc, argv, "hV", longs, NULL)) != -1) {
-		switch (ch) {
-		case 'h':
-			fputs(usage_text, stdout);
-			exit(fflush(stdout) == 0 ? 0 : 1);
-		case 'V':
-			printf("idem-fcgi (%s) %s\n", PACKAGE_NAME,
-			    PACKAGE_VERSION);
-			exit(fflush(stdout) == 0 ? 0 : 1);
-		default:
-			fputs(usage_text, stderr);
-			exit(2);
-		}
-	}
-	if (optind < argc) {
-		fputs(usage_text, stderr);
-		exit(2);
-	}
-}
-
 int
 main(int argc, char *argv[])
 {
@@ -92,7 +52,7 @@ main(int argc, char *argv[])
 	char err[256];
 	int rc;
 
-	options(argc, argv);
+	options_read(argc, argv, "idem-fcgi", usage_text);
 	if (crypto_init() != IDEM_OK)
 		return fail("libsodium failed to start");
 	/* A worker that may not charge must not open the store either. */

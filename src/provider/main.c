@@ -12,7 +12,6 @@
  *   IDEM_PROVIDER_THREADS     requests served at once      16
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -25,6 +24,7 @@
 
 #include "crypto.h"
 #include "idem.h"
+#include "options.h"
 #include "service.h"
 
 #define PROVIDER_THREADS_MAX 256
@@ -233,44 +233,6 @@ static const char usage_text[] =
     "socket on standard input, one CGI request), configured by\n"
     "IDEM_PROVIDER_* environment variables: see idem-provider(8).\n";
 
-/*
- * The command line, before the configuration is read or the store made:
- * --help and --version on stdout, anything else a usage error.  Under a
- * CGI server (GATEWAY_INTERFACE set) arguments are a search string (RFC
- * 3875 section 4.4), ignored.
- */
-static void
-options(int argc, char *argv[])
-{
-	static const struct option longs[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
-	};
-	int ch;
-
-	if (getenv("GATEWAY_INTERFACE") != NULL)
-		return;
-	while ((ch = getopt_long(argc, argv, "hV", longs, NULL)) != -1) {
-		switch (ch) {
-		case 'h':
-			fputs(usage_text, stdout);
-			exit(fflush(stdout) == 0 ? 0 : 1);
-		case 'V':
-			printf("idem-provider (%s) %s\n", PACKAGE_NAME,
-			    PACKAGE_VERSION);
-			exit(fflush(stdout) == 0 ? 0 : 1);
-		default:
-			fputs(usage_text, stderr);
-			exit(2);
-		}
-	}
-	if (optind < argc) {
-		fputs(usage_text, stderr);
-		exit(2);
-	}
-}
-
 int
 main(int argc, char *argv[])
 {
@@ -280,7 +242,7 @@ main(int argc, char *argv[])
 	unsigned threads;
 	int rc;
 
-	options(argc, argv);
+	options_read(argc, argv, "idem-provider", usage_text);
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.dir = getenv("IDEM_PROVIDER_DB");
 	if (cfg.dir == NULL || *cfg.dir == '\0')
