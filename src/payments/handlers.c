@@ -26,25 +26,43 @@ const char *const pay_tables[] = {
 	REFUND_TABLE_BY_PAYMENT, REFUND_TABLE_TOTALS, REFUND_TABLE_HOLDS, NULL
 };
 
+/*
+ * A stored value that does not open will not open on a retry either: a
+ * 500 that says so, not a 503 that invites retrying.  The library has
+ * logged its key id.  1 when that is the answer.
+ */
+static int
+pay_seal_error(struct response *resp, int err)
+{
+	metrics_inc(METRIC_STORE_ERRORS);
+	if (err != IDEM_ESEAL)
+		return 0;
+	problem_build(resp, PROBLEM_INTERNAL, "A stored value could not be "
+	    "opened with the server's keys. The operator has been told (see "
+	    "the server's log).");
+	return 1;
+}
+
 void
 pay_store_error(struct response *resp, int err)
 {
-	metrics_inc(METRIC_STORE_ERRORS);
-	/*
-	 * A stored value that does not open will not open on a retry
-	 * either: a 500 that says so, not a 503 that invites retrying.  The
-	 * library has logged its key id.
-	 */
-	if (err == IDEM_ESEAL) {
-		problem_build(resp, PROBLEM_INTERNAL, "A stored value could "
-		    "not be opened with the server's keys. The operator has "
-		    "been told (see the server's log).");
+	if (pay_seal_error(resp, err))
 		return;
-	}
 	problem_build(resp, PROBLEM_STORE_UNAVAILABLE,
 	    "The payment store cannot be used right now (%s). Nothing was "
 	    "recorded for this request; retry it with the same "
 	    "Idempotency-Key.", idem_strerror(err));
+	resp_header(resp, "Retry-After", "1");
+}
+
+void
+pay_read_error(struct response *resp, int err)
+{
+	if (pay_seal_error(resp, err))
+		return;
+	problem_build(resp, PROBLEM_STORE_UNAVAILABLE,
+	    "The payment store cannot be read right now (%s); retry the "
+	    "request.", idem_strerror(err));
 	resp_header(resp, "Retry-After", "1");
 }
 
@@ -283,13 +301,26 @@ pay_metrics(const struct pay_env *env, struct response *resp)
 		    (uint64_t)stuck);
 }
 
+/*
+ * Healthy is a store that answers a read: one read transaction (a count
+ * of the payments), so a worker whose store cannot be read is taken out
+ * of the load balancer's rotation instead of answering every request
+ * with a 503 behind a 200 here.
+ */
 void
 pay_healthz(const struct pay_env *env, struct response *resp)
 {
 	struct json_writer w;
+	size_t n;
+	int rc;
 
 	if (env->idem == NULL) {
 		pay_store_error(resp, env->open_rc);
+		return;
+	}
+	if ((rc = idem_row_count(env->idem, PAY_TABLE_PAYMENTS, &n)) !=
+	    IDEM_OK) {
+		pay_read_error(resp, rc);
 		return;
 	}
 	resp_reset(resp);

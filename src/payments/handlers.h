@@ -112,4 +112,11 @@ int refund_payment_extend(struct idem *idem, const char *payment,
 /* The 503 for a store error: problem+json with Retry-After. */
 void pay_store_error(struct response *resp, int err);
 
+/*
+ * The same for a read that failed, in words for a request that records
+ * nothing (a GET, /healthz): the 503, or the 500 of a value that does
+ * not open (IDEM_ESEAL).  Never a 404 or a 200 with less than is stored.
+ */
+void pay_read_error(struct response *resp, int err);
+
 #endif
