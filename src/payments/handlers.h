@@ -46,6 +46,11 @@ struct pay_note {
 	const char *outcome;           /* replay, claim, ... */
 	char keyhash[KEYHASH_HEX + 1]; /* keyhash of scope and key, or "" */
 	char account[AUTH_PRINCIPAL_MAX + 1]; /* who asked, or "" */
+	/*
+	 * The store's error when a write to the claim failed (its checkpoint,
+	 * completion or release), else IDEM_OK: the completer reports it.
+	 */
+	int store_err;
 };
 
 /* The tables payments keeps in the store (idem_options.tables). */
