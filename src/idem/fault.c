@@ -152,31 +152,51 @@ fault_act(const char *action, size_t len)
 }
 
 /*
+ * Whether the point of an entry, the len bytes at p, is name, or (sub
+ * not NULL) name.sub.
+ */
+static int
+fault_names(const char *p, size_t len, const char *name, const char *sub)
+{
+	size_t namelen = strlen(name);
+
+	if (len < namelen || strncmp(p, name, namelen) != 0)
+		return 0;
+	if (len == namelen)
+		return 1;
+	return sub != NULL && p[namelen] == '.' &&
+	    len - namelen - 1 == strlen(sub) &&
+	    strncmp(p + namelen + 1, sub, len - namelen - 1) == 0;
+}
+
+/*
  * IDEM_FAULT is a comma-separated list of "point:action" entries; every
  * entry that names this point is acted on, in order.
  */
 int
-fault_point(const char *name)
+fault_point_in(const char *name, const char *sub)
 {
 	const char *spec, *entry, *end, *colon;
-	size_t namelen;
 	int fail = 0;
 
 	if ((spec = getenv("IDEM_FAULT")) == NULL || *spec == '\0')
 		return 0;
-	namelen = strlen(name);
 	for (entry = spec; *entry != '\0'; entry = *end ? end + 1 : end) {
 		if ((end = strchr(entry, ',')) == NULL)
 			end = entry + strlen(entry);
 		colon = memchr(entry, ':', (size_t)(end - entry));
-		if (colon == NULL)
-			continue;
-		if ((size_t)(colon - entry) != namelen ||
-		    strncmp(entry, name, namelen) != 0)
+		if (colon == NULL ||
+		    !fault_names(entry, (size_t)(colon - entry), name, sub))
 			continue;
 		fail |= fault_act(colon + 1, (size_t)(end - colon - 1));
 	}
 	return fail;
+}
+
+int
+fault_point(const char *name)
+{
+	return fault_point_in(name, NULL);
 }
 
 /*
@@ -208,6 +228,14 @@ int
 fault_point(const char *name)
 {
 	(void)name;
+	return 0;
+}
+
+int
+fault_point_in(const char *name, const char *sub)
+{
+	(void)name;
+	(void)sub;
 	return 0;
 }
 

@@ -24,6 +24,12 @@
  *     IDEM_FAULT=store_wait:jump=86400000  the clock moves a day ahead
  *                                          each time a group commit's
  *                                          leader holds the write lock
+ *     IDEM_FAULT=store_get:fail            the store read fails
+ *                                          (IDEM_EIO); also store_lookup,
+ *                                          store_scan, store_each (both
+ *                                          walks), store_count; a row
+ *                                          read may name its table, as in
+ *                                          store_get.payments:fail
  * IDEM_TEST_NOW_MS, when set, is the clock in milliseconds since the epoch.
  */
 #ifndef IDEM_FAULT_H
@@ -33,6 +39,12 @@
 
 /* 1 when IDEM_FAULT says this point fails ("fail"), else 0. */
 int fault_point(const char *name);
+
+/*
+ * The same for a point that IDEM_FAULT may name alone or qualified by
+ * sub (name.sub: one table's reads); sub NULL: by name alone.
+ */
+int fault_point_in(const char *name, const char *sub);
 
 /* Milliseconds since the Unix epoch. */
 uint64_t clock_now_ms(void);

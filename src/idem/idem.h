@@ -266,7 +266,10 @@ struct idem_call;
  * idem_finish, idem_release or idem_abandon (or die: the lease hands it
  * to the next retry).  Other errors leave nothing claimed and *out NULL:
  * IDEM_EFULL, IDEM_EIO, IDEM_EROFS, IDEM_ENOMEM, IDEM_EINVAL,
- * IDEM_ETOOBIG (key too long), the start function's or its hook's error.
+ * IDEM_ETOOBIG (key too long), IDEM_ECORRUPT (the stored record does not
+ * decode), IDEM_ESEAL (a stored answer or recovery point that does not
+ * open), the start function's or its hook's error.  No error is a
+ * verdict: a record that cannot be read is never taken for none.
  */
 int idem_begin(struct idem *idem, const char *scope, const char *key,
     const uint8_t fp[IDEM_FP_SIZE], idem_start_fn start, void *start_ctx,
@@ -360,7 +363,9 @@ void idem_call_free(struct idem_call *c);
 /*
  * Copies the row's value into *val (malloc'd; the caller frees it with
  * free(3); NULL for an empty value) and its length into *vallen.
- * IDEM_ENOTFOUND, IDEM_EINVAL (no such table), IDEM_ETOOBIG.
+ * IDEM_ENOTFOUND (no such row: only then), IDEM_EINVAL (no such table),
+ * IDEM_ETOOBIG, IDEM_EIO, IDEM_ENOMEM, IDEM_ESEAL and IDEM_ECORRUPT (a
+ * sealed value that does not open).
  */
 int idem_row_get(struct idem *idem, const char *table, const void *key,
     size_t keylen, void **val, size_t *vallen);
@@ -369,6 +374,8 @@ int idem_row_get(struct idem *idem, const char *table, const void *key,
  * Inserts key -> val unless the key exists, atomically.  When it exists:
  * IDEM_EEXIST, and if existing is not NULL the stored value is copied
  * into *existing (malloc'd, freed by the caller) and *existinglen.
+ * Otherwise the write's errors (IDEM_EFULL, IDEM_EIO, IDEM_EROFS, ...),
+ * or the value's (IDEM_ESEAL when the stored one does not open).
  */
 int idem_row_insert_once(struct idem *idem, const char *table,
     const void *key, size_t keylen, const void *val, size_t vallen,
@@ -378,14 +385,18 @@ int idem_row_insert_once(struct idem *idem, const char *table,
  * Calls fn for each row of table whose key starts with prefix (prefixlen
  * 0: every row), in key order (reverse when reverse is set), until fn
  * returns non-zero or limit rows were visited (0: no limit).  key and
- * val are valid only during the call.  One read transaction.
+ * val are valid only during the call.  One read transaction.  fn's
+ * non-zero return ends the scan with IDEM_OK: a caller that stops for a
+ * reason of its own keeps the reason itself.  IDEM_EINVAL (no such
+ * table), IDEM_EIO, IDEM_ENOMEM, IDEM_ESEAL and IDEM_ECORRUPT (a sealed
+ * value that does not open: the scan ends there).
  */
 typedef int (*idem_row_fn)(void *ctx, const void *key, size_t keylen,
     const void *val, size_t vallen);
 int idem_row_scan(struct idem *idem, const char *table, const void *prefix,
     size_t prefixlen, int reverse, size_t limit, idem_row_fn fn, void *ctx);
 
-/* The number of rows in table. */
+/* The number of rows in table.  IDEM_EINVAL (no such table), IDEM_EIO. */
 int idem_row_count(struct idem *idem, const char *table, size_t *n);
 
 #ifdef __cplusplus

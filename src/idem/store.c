@@ -2,13 +2,35 @@
  * store.c: the store interface, dispatched to the handle's backend.
  *
  * Nothing here knows a backend: each function passes its call to the
- * operations table the handle was opened with (store.h).
+ * operations table the handle was opened with (store.h).  The reads pass
+ * a fault point first (fault.h: store_lookup, store_get, store_scan,
+ * store_each, store_count), so that tests can make any backend's read
+ * fail as an I/O error would, and see what the caller then answers.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
+#include "fault.h"
 #include "store.h"
+
+/*
+ * Whether a read op (of table, or NULL) is to fail, by IDEM_FAULT: in a
+ * build with fault points, and not in the simulator (tests/sim), which
+ * builds this file with fault points of its own and fails its store's
+ * writes itself.
+ */
+static int
+store_read_fails(const char *op, const char *table)
+{
+#if defined(IDEM_FAULT_POINTS) && !defined(IDEM_SIMULATOR)
+	return fault_point_in(op, table);
+#else
+	(void)op;
+	(void)table;
+	return 0;
+#endif
+}
 
 /* The library's own databases; an application table may not take one. */
 static const char *const store_reserved[] = {
@@ -71,6 +93,10 @@ int
 store_lookup(struct store *s, const char *scope, const char *key,
     struct rec *out)
 {
+	if (store_read_fails("store_lookup", NULL)) {
+		memset(out, 0, sizeof(*out));
+		return IDEM_EIO;
+	}
 	return s->ops->lookup(s, scope, key, out);
 }
 
@@ -126,6 +152,8 @@ int
 store_get(struct store *s, const char *table, const void *key,
     size_t keylen, struct buf *out)
 {
+	if (store_read_fails("store_get", table))
+		return IDEM_EIO;
 	return s->ops->get(s, table, key, keylen, out);
 }
 
@@ -141,6 +169,8 @@ int
 store_scan(struct store *s, const char *table, const void *prefix,
     size_t prefixlen, int reverse, size_t limit, store_scan_fn fn, void *ctx)
 {
+	if (store_read_fails("store_scan", table))
+		return IDEM_EIO;
 	return s->ops->scan(s, table, prefix, prefixlen, reverse, limit, fn,
 	    ctx);
 }
@@ -148,18 +178,26 @@ store_scan(struct store *s, const char *table, const void *prefix,
 int
 store_each(struct store *s, store_each_fn fn, void *ctx)
 {
+	if (store_read_fails("store_each", NULL))
+		return IDEM_EIO;
 	return s->ops->each(s, fn, ctx);
 }
 
 int
 store_each_pending(struct store *s, store_each_fn fn, void *ctx)
 {
+	if (store_read_fails("store_each", NULL))
+		return IDEM_EIO;
 	return s->ops->each_pending(s, fn, ctx);
 }
 
 int
 store_count(struct store *s, const char *table, size_t *n)
 {
+	if (store_read_fails("store_count", table)) {
+		*n = 0;
+		return IDEM_EIO;
+	}
 	return s->ops->count(s, table, n);
 }
 

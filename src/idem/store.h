@@ -113,7 +113,9 @@ void store_close(struct store *s);
 
 /*
  * Read-only lookup of (scope, key), from a read transaction without the
- * write lock.  On IDEM_OK *out owns its data (rec_free).  IDEM_ENOTFOUND.
+ * write lock.  On IDEM_OK *out owns its data (rec_free).  IDEM_ENOTFOUND
+ * only when there is no record; IDEM_EIO, IDEM_ECORRUPT (a record that
+ * does not decode), IDEM_ETOOBIG, IDEM_ENOMEM otherwise.
  */
 int store_lookup(struct store *s, const char *scope, const char *key,
     struct rec *out);

@@ -26,25 +26,43 @@ const char *const pay_tables[] = {
 	REFUND_TABLE_BY_PAYMENT, REFUND_TABLE_TOTALS, REFUND_TABLE_HOLDS, NULL
 };
 
+/*
+ * A stored value that does not open will not open on a retry either: a
+ * 500 that says so, not a 503 that invites retrying.  The library has
+ * logged its key id.  1 when that is the answer.
+ */
+static int
+pay_seal_error(struct response *resp, int err)
+{
+	metrics_inc(METRIC_STORE_ERRORS);
+	if (err != IDEM_ESEAL)
+		return 0;
+	problem_build(resp, PROBLEM_INTERNAL, "A stored value could not be "
+	    "opened with the server's keys. The operator has been told (see "
+	    "the server's log).");
+	return 1;
+}
+
 void
 pay_store_error(struct response *resp, int err)
 {
-	metrics_inc(METRIC_STORE_ERRORS);
-	/*
-	 * A stored value that does not open will not open on a retry
-	 * either: a 500 that says so, not a 503 that invites retrying.  The
-	 * library has logged its key id.
-	 */
-	if (err == IDEM_ESEAL) {
-		problem_build(resp, PROBLEM_INTERNAL, "A stored value could "
-		    "not be opened with the server's keys. The operator has "
-		    "been told (see the server's log).");
+	if (pay_seal_error(resp, err))
 		return;
-	}
 	problem_build(resp, PROBLEM_STORE_UNAVAILABLE,
 	    "The payment store cannot be used right now (%s). Nothing was "
 	    "recorded for this request; retry it with the same "
 	    "Idempotency-Key.", idem_strerror(err));
+	resp_header(resp, "Retry-After", "1");
+}
+
+void
+pay_read_error(struct response *resp, int err)
+{
+	if (pay_seal_error(resp, err))
+		return;
+	problem_build(resp, PROBLEM_STORE_UNAVAILABLE,
+	    "The payment store cannot be read right now (%s); retry the "
+	    "request.", idem_strerror(err));
 	resp_header(resp, "Retry-After", "1");
 }
 
@@ -108,7 +126,7 @@ pay_get(const struct pay_env *env, const struct request *req, const char *id,
 		rc = refund_payment_extend(env->idem, id, name, b, blen,
 		    &view);
 	if (rc != IDEM_OK) {
-		pay_store_error(resp, rc);
+		pay_read_error(resp, rc);
 		goto out;
 	}
 	pay_etag(view.data, view.len, etag);
@@ -134,6 +152,7 @@ out:
 struct pay_ids {
 	char ids[PAY_LIST_MAX + 1][PAY_ID_LEN + 1];
 	size_t n;
+	int rc;         /* IDEM_ECORRUPT: an entry that names no id */
 };
 
 static int
@@ -151,8 +170,10 @@ pay_collect(void *ctx, const void *key, size_t keylen, const void *val,
 		id = val;
 	else if (vallen == 0 && keylen > PAY_ID_LEN)
 		id = (const char *)key + keylen - PAY_ID_LEN;
-	else
+	else {
+		p->rc = IDEM_ECORRUPT;
 		return 1;
+	}
 	if (p->n > PAY_LIST_MAX)
 		return 1;
 	memcpy(p->ids[p->n], id, PAY_ID_LEN);
@@ -183,16 +204,49 @@ pay_query_limit(const char *q, long max)
 	return 0;
 }
 
+/*
+ * Appends the listed payments' representations, as GET shows each, to
+ * w's array.  A payment that cannot be read fails the list with the
+ * store's error, so that no page lacks what the store holds; an index
+ * entry whose row is not there names nothing and is passed over.
+ */
+static int
+pay_list_items(const struct pay_env *env, const struct pay_ids *ids,
+    size_t limit, struct json_writer *w)
+{
+	struct buf view = BUF_INIT;
+	const uint8_t *s, *b;
+	uint8_t name[ROWKEY_LEN];
+	size_t rowlen, slen, blen, i;
+	void *row;
+	int rc = IDEM_OK;
+
+	for (i = 0; rc == IDEM_OK && i < ids->n && i < limit; i++) {
+		row = NULL;
+		rowkey(ids->ids[i], PAY_ID_LEN, name);
+		rc = rowkey_get_named(env->idem, PAY_TABLE_PAYMENTS, name,
+		    ids->ids[i], PAY_ID_LEN, &row, &rowlen);
+		if (rc == IDEM_OK)
+			rc = pay_row_decode(row, rowlen, &s, &slen, &b, &blen);
+		buf_reset(&view);
+		if (rc == IDEM_OK)
+			rc = refund_payment_extend(env->idem, ids->ids[i],
+			    name, b, blen, &view);
+		if (rc == IDEM_OK)
+			json_write_raw(w, view.data, view.len);
+		else if (rc == IDEM_ENOTFOUND)
+			rc = IDEM_OK;
+		free(row);
+	}
+	buf_free(&view);
+	return rc;
+}
+
 void
 pay_list(const struct pay_env *env, const struct request *req, const char *scope,
     struct response *resp)
 {
 	struct pay_ids *ids = NULL;
-	struct buf view = BUF_INIT;
-	void *row = NULL;
-	const uint8_t *s, *b;
-	uint8_t name[ROWKEY_LEN];
-	size_t rowlen, slen, blen, i;
 	struct json_writer w;
 	long limit;
 	int rc;
@@ -215,8 +269,10 @@ pay_list(const struct pay_env *env, const struct request *req, const char *scope
 	rc = idem_row_scan(env->idem, PAY_TABLE_BY_ACCOUNT, scope,
 	    strlen(scope) + 1,
 	    1, (size_t)limit + 1, pay_collect, ids);
+	if (rc == IDEM_OK)
+		rc = ids->rc;
 	if (rc != IDEM_OK) {
-		pay_store_error(resp, rc);
+		pay_read_error(resp, rc);
 		goto out;
 	}
 	resp_reset(resp);
@@ -226,22 +282,10 @@ pay_list(const struct pay_env *env, const struct request *req, const char *scope
 	json_write_open(&w, '{');
 	json_write_name(&w, "data");
 	json_write_open(&w, '[');
-	for (i = 0; rc == IDEM_OK && json_write_done(&w) == IDEM_OK &&
-	    i < ids->n && i < (size_t)limit; i++) {
-		free(row);
-		row = NULL;
-		rowkey(ids->ids[i], PAY_ID_LEN, name);
-		if (rowkey_get_named(env->idem, PAY_TABLE_PAYMENTS, name,
-		    ids->ids[i], PAY_ID_LEN, &row, &rowlen) != IDEM_OK ||
-		    pay_row_decode(row, rowlen, &s, &slen, &b, &blen) !=
-		    IDEM_OK)
-			continue;
-		/* The representation GET shows, as a value of the list. */
-		buf_reset(&view);
-		rc = refund_payment_extend(env->idem, ids->ids[i], name, b,
-		    blen, &view);
-		if (rc == IDEM_OK)
-			json_write_raw(&w, view.data, view.len);
+	if (rc == IDEM_OK &&
+	    (rc = pay_list_items(env, ids, (size_t)limit, &w)) != IDEM_OK) {
+		pay_read_error(resp, rc);
+		goto out;
 	}
 	json_write_close(&w, ']');
 	json_write_name(&w, "has_more");
@@ -255,8 +299,6 @@ pay_list(const struct pay_env *env, const struct request *req, const char *scope
 	if (rc != IDEM_OK)
 		problem_build(resp, PROBLEM_INTERNAL, "%s.", idem_strerror(rc));
 out:
-	buf_free(&view);
-	free(row);
 	free(ids);
 }
 
@@ -283,13 +325,26 @@ pay_metrics(const struct pay_env *env, struct response *resp)
 		    (uint64_t)stuck);
 }
 
+/*
+ * Healthy is a store that answers a read: one read transaction (a count
+ * of the payments), so a worker whose store cannot be read is taken out
+ * of the load balancer's rotation instead of answering every request
+ * with a 503 behind a 200 here.
+ */
 void
 pay_healthz(const struct pay_env *env, struct response *resp)
 {
 	struct json_writer w;
+	size_t n;
+	int rc;
 
 	if (env->idem == NULL) {
 		pay_store_error(resp, env->open_rc);
+		return;
+	}
+	if ((rc = idem_row_count(env->idem, PAY_TABLE_PAYMENTS, &n)) !=
+	    IDEM_OK) {
+		pay_read_error(resp, rc);
 		return;
 	}
 	resp_reset(resp);

@@ -46,6 +46,11 @@ struct pay_note {
 	const char *outcome;           /* replay, claim, ... */
 	char keyhash[KEYHASH_HEX + 1]; /* keyhash of scope and key, or "" */
 	char account[AUTH_PRINCIPAL_MAX + 1]; /* who asked, or "" */
+	/*
+	 * The store's error when a write to the claim failed (its checkpoint,
+	 * completion or release), else IDEM_OK: the completer reports it.
+	 */
+	int store_err;
 };
 
 /* The tables payments keeps in the store (idem_options.tables). */
@@ -111,5 +116,12 @@ int refund_payment_extend(struct idem *idem, const char *payment,
 
 /* The 503 for a store error: problem+json with Retry-After. */
 void pay_store_error(struct response *resp, int err);
+
+/*
+ * The same for a read that failed, in words for a request that records
+ * nothing (a GET, /healthz): the 503, or the 500 of a value that does
+ * not open (IDEM_ESEAL).  Never a 404 or a 200 with less than is stored.
+ */
+void pay_read_error(struct response *resp, int err);
 
 #endif

@@ -136,6 +136,7 @@ void
 keyed_lost_or_failed(struct pay_note *note, int rc, struct response *resp)
 {
 	if (rc != IDEM_ELOST) {
+		note->store_err = rc;
 		pay_store_error(resp, rc);
 		return;
 	}
@@ -188,6 +189,7 @@ keyed_complete(struct idem_call *call, struct pay_note *note,
 		keyed_lost_or_failed(note, rc, resp);
 		return rc;
 	}
+	note->store_err = rc;
 	if (nothing_happened)
 		idem_release(call, undo, undo_ctx);
 	else
@@ -206,13 +208,17 @@ keyed_end_of(int rc, int nothing_happened)
 }
 
 enum keyed_end
-keyed_release(struct idem_call *call, idem_tx_fn undo, void *undo_ctx)
+keyed_release(struct idem_call *call, struct pay_note *note, idem_tx_fn undo,
+    void *undo_ctx)
 {
 	int rc = idem_release(call, undo, undo_ctx);
 
 	if (rc == IDEM_OK)
 		return KEYED_RELEASED;
-	return rc == IDEM_ELOST ? KEYED_LOST : KEYED_KEPT;
+	if (rc == IDEM_ELOST)
+		return KEYED_LOST;
+	note->store_err = rc;
+	return KEYED_KEPT;
 }
 
 int

@@ -39,7 +39,7 @@ int keyed_answer(const struct pay_env *env, const struct idem_call *c,
 /*
  * Answers a request whose claim could not be carried on: IDEM_ELOST means
  * another attempt took it over (that attempt will answer), anything else
- * is a store failure (503).
+ * is a store failure (503), noted in note->store_err.
  */
 void keyed_lost_or_failed(struct pay_note *note, int rc,
     struct response *resp);
@@ -65,10 +65,11 @@ enum keyed_end keyed_end_of(int rc, int nothing_happened);
 /*
  * Releases a claim after which nothing can have happened, with undo (may
  * be NULL) in the release's transaction; a release that cannot be
- * written leaves the claim abandoned (idem_release).
+ * written leaves the claim abandoned (idem_release), and its error is
+ * noted in note->store_err.
  */
-enum keyed_end keyed_release(struct idem_call *call, idem_tx_fn undo,
-    void *undo_ctx);
+enum keyed_end keyed_release(struct idem_call *call, struct pay_note *note,
+    idem_tx_fn undo, void *undo_ctx);
 
 /*
  * Stores resp as the final answer of the claim, with the rows hook
@@ -76,7 +77,8 @@ enum keyed_end keyed_release(struct idem_call *call, idem_tx_fn undo,
  * IDEM_ELOST resp has been made the answer; on any other error the claim
  * has been ended, released with undo (may be NULL) in the release's
  * transaction when nothing_happened is set, else abandoned for the retry
- * to resume, and the caller says in resp what did happen.
+ * to resume, and the caller says in resp what did happen; the error is
+ * noted in note->store_err.
  */
 int keyed_complete(struct idem_call *call, struct pay_note *note,
     idem_tx_fn hook, void *hook_ctx, int nothing_happened, idem_tx_fn undo,

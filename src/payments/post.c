@@ -261,7 +261,7 @@ pay_charged(struct pay_run *r, const struct pay_cp *cp,
 		    "provider is unavailable and nothing was charged; retry "
 		    "with the same Idempotency-Key.");
 		if (!r->reached_before)
-			return keyed_release(r->call, NULL, NULL);
+			return keyed_release(r->call, r->note, NULL, NULL);
 		idem_abandon(r->call);
 		return KEYED_KEPT;
 	case PROVIDER_KEY_REUSED:
@@ -312,7 +312,7 @@ pay_run(struct pay_run *r, const struct pay_order *o, const char *invalid,
 		if (rc == IDEM_ELOST)
 			return KEYED_LOST;
 		if (!r->reached_before)
-			return keyed_release(r->call, NULL, NULL);
+			return keyed_release(r->call, r->note, NULL, NULL);
 		return KEYED_KEPT;
 	}
 	/* The provider deduplicates on a key derived from ours. */

@@ -117,7 +117,7 @@ refund_payment_owned(const struct pay_env *env, const char *payment,
 	if (rc == IDEM_ENOTFOUND)
 		problem_build(resp, PROBLEM_NOT_FOUND, "No such payment.");
 	else if (rc != IDEM_OK)
-		pay_store_error(resp, rc);
+		pay_read_error(resp, rc);
 	return rc == IDEM_OK ? 0 : -1;
 }
 
@@ -147,7 +147,7 @@ refund_get(const struct pay_env *env, const char *payment, const char *id,
 		goto out;
 	}
 	if (rc != IDEM_OK) {
-		pay_store_error(resp, rc);
+		pay_read_error(resp, rc);
 		goto out;
 	}
 	pay_etag(b, blen, etag);
@@ -166,6 +166,7 @@ out:
 struct refund_ids {
 	char ids[REFUND_LIST_MAX + 1][REFUND_ID_LEN + 1];
 	size_t n;
+	int rc;         /* IDEM_ECORRUPT: an entry that names no id */
 };
 
 static int
@@ -183,8 +184,10 @@ refund_collect(void *ctx, const void *key, size_t keylen, const void *val,
 		id = val;
 	else if (vallen == 0 && keylen == PAY_ID_LEN + 8 + REFUND_ID_LEN)
 		id = (const char *)key + PAY_ID_LEN + 8;
-	else
+	else {
+		r->rc = IDEM_ECORRUPT;
 		return 1;
+	}
 	if (r->n > REFUND_LIST_MAX)
 		return 1;
 	memcpy(r->ids[r->n], id, REFUND_ID_LEN);
@@ -193,7 +196,12 @@ refund_collect(void *ctx, const void *key, size_t keylen, const void *val,
 	return 0;
 }
 
-/* Appends the listed refunds' representations, comma-separated. */
+/*
+ * Appends the listed refunds' stored representations to w's array.  A
+ * refund that cannot be read fails the list with the store's error, so
+ * that no page lacks what the store holds; an index entry whose row is
+ * not there names nothing and is passed over.
+ */
 static int
 refund_list_items(const struct pay_env *env, const struct refund_ids *ids,
     size_t limit, struct json_writer *w)
@@ -201,19 +209,22 @@ refund_list_items(const struct pay_env *env, const struct refund_ids *ids,
 	const uint8_t *s, *p, *b;
 	size_t rowlen, slen, blen, i;
 	void *row;
+	int rc = IDEM_OK;
 
-	for (i = 0; json_write_done(w) == IDEM_OK && i < ids->n && i < limit;
-	    i++) {
+	for (i = 0; rc == IDEM_OK && i < ids->n && i < limit; i++) {
 		row = NULL;
-		/* The stored representation, as a value of the list. */
-		if (rowkey_get(env->idem, REFUND_TABLE_REFUNDS, ids->ids[i],
-		    REFUND_ID_LEN, &row, &rowlen) == IDEM_OK &&
-		    refund_row_decode(row, rowlen, &s, &slen, &p, &b,
-		    &blen) == IDEM_OK)
+		rc = rowkey_get(env->idem, REFUND_TABLE_REFUNDS, ids->ids[i],
+		    REFUND_ID_LEN, &row, &rowlen);
+		if (rc == IDEM_OK)
+			rc = refund_row_decode(row, rowlen, &s, &slen, &p, &b,
+			    &blen);
+		if (rc == IDEM_OK)
 			json_write_raw(w, b, blen);
+		else if (rc == IDEM_ENOTFOUND)
+			rc = IDEM_OK;
 		free(row);
 	}
-	return json_write_done(w);
+	return rc;
 }
 
 static void
@@ -241,8 +252,10 @@ refund_list(const struct pay_env *env, const struct request *req,
 	/* Newest first, under either of the payment's row names. */
 	rc = rowkey_scan(env->idem, REFUND_TABLE_BY_PAYMENT, payment,
 	    PAY_ID_LEN, 1, (size_t)limit + 1, refund_collect, ids);
+	if (rc == IDEM_OK)
+		rc = ids->rc;
 	if (rc != IDEM_OK) {
-		pay_store_error(resp, rc);
+		pay_read_error(resp, rc);
 		goto out;
 	}
 	resp_reset(resp);
@@ -252,8 +265,11 @@ refund_list(const struct pay_env *env, const struct request *req,
 	json_write_open(&w, '{');
 	json_write_name(&w, "data");
 	json_write_open(&w, '[');
-	if (rc == IDEM_OK)
-		rc = refund_list_items(env, ids, (size_t)limit, &w);
+	if (rc == IDEM_OK &&
+	    (rc = refund_list_items(env, ids, (size_t)limit, &w)) != IDEM_OK) {
+		pay_read_error(resp, rc);
+		goto out;
+	}
 	json_write_close(&w, ']');
 	json_write_name(&w, "has_more");
 	if (ids->n > (size_t)limit)

@@ -338,7 +338,7 @@ refund_answer_provider(struct refund_run *r, const struct refund_cp *cp,
 		    "provider is unavailable and nothing was refunded; retry "
 		    "with the same Idempotency-Key.");
 		if (!r->reached_before)
-			return keyed_release(r->call, refund_hold_free,
+			return keyed_release(r->call, r->note, refund_hold_free,
 			    (void *)s);
 		idem_abandon(r->call);
 		return KEYED_KEPT;
@@ -448,7 +448,8 @@ refund_claimed(const struct pay_env *env, struct pay_note *note,
 /*
  * The payment the path names, if it is the caller's: its amount and
  * currency.  Another account's payment is indistinguishable from none.
- * 0, or -1 with resp the answer (404 or 503).
+ * IDEM_OK, or the error with resp the answer: IDEM_ENOTFOUND (404), or
+ * the store's (503).
  */
 int
 refund_payment_find(const struct pay_env *env, const char *payment,
@@ -462,7 +463,7 @@ refund_payment_find(const struct pay_env *env, const char *payment,
 
 	if (!pay_id_valid(payment)) {
 		problem_build(resp, PROBLEM_NOT_FOUND, "No such payment.");
-		return -1;
+		return IDEM_ENOTFOUND;
 	}
 	rc = rowkey_get(env->idem, PAY_TABLE_PAYMENTS, payment, PAY_ID_LEN,
 	    &row, &rowlen);
@@ -472,16 +473,14 @@ refund_payment_find(const struct pay_env *env, const char *payment,
 	    memcmp(s, scope, slen) != 0))) {
 		problem_build(resp, PROBLEM_NOT_FOUND, "No such payment.");
 		free(row);
-		return -1;
+		return IDEM_ENOTFOUND;
 	}
 	if (rc == IDEM_OK)
 		rc = refund_payment_money(b, blen, paid, cur);
 	free(row);
-	if (rc != IDEM_OK) {
+	if (rc != IDEM_OK)
 		pay_store_error(resp, rc);
-		return -1;
-	}
-	return 0;
+	return rc;
 }
 
 void
@@ -510,7 +509,7 @@ refund_post(const struct pay_env *env, struct pay_note *note,
 	 * it says nothing about the key, which stays unused.
 	 */
 	if (refund_payment_find(env, payment, scope, &first.paid, &cur,
-	    resp) != 0)
+	    resp) != IDEM_OK)
 		goto out;
 	valid = refund_ask_parse(doc, cur, &first.ask, invalid,
 	    sizeof(invalid)) == 0;

@@ -209,7 +209,8 @@ resume_count(struct pay_resume_counts *c, enum keyed_end end)
 /*
  * The payment a refund's claim is for, from the hold its claim wrote
  * (refund_holds), and that payment's currency.  IDEM_OK, or an error:
- * the claim then waits for its client.
+ * IDEM_ENOTFOUND or IDEM_ECORRUPT when there is nothing to carry on (the
+ * claim then waits for its client), else the store's.
  */
 static int
 resume_refund_of(const struct pay_env *env, const char *scope,
@@ -226,20 +227,21 @@ resume_refund_of(const struct pay_env *env, const char *scope,
 	if (rc == IDEM_OK)
 		rc = refund_hold_decode(v, vlen, h);
 	free(v);
-	if (rc == IDEM_OK && refund_payment_find(env, h->payment, scope,
-	    &paid, cur, resp) != 0)
-		rc = IDEM_ENOTFOUND;
+	if (rc == IDEM_OK)
+		rc = refund_payment_find(env, h->payment, scope, &paid, cur,
+		    resp);
 	return rc;
 }
 
 /*
  * Ends a claim taken over: stage 0 is released (nothing reached the
  * provider); a payment or a refund goes on from its recovery point, on
- * the path its client's retry would take.
+ * the path its client's retry would take.  *err gets the store's error
+ * when a read or a write on the way failed, else IDEM_OK.
  */
 static enum keyed_end
 resume_claim(const struct pay_env *env, const struct resume_item *it,
-    struct idem_call *call)
+    struct idem_call *call, int *err)
 {
 	struct pay_note note;
 	const struct currency *cur;
@@ -250,6 +252,7 @@ resume_claim(const struct pay_env *env, const struct resume_item *it,
 	const void *point;
 	enum keyed_end end = KEYED_KEPT;
 	size_t len;
+	int rc;
 
 	memset(&note, 0, sizeof(note));
 	note.outcome = "resume";
@@ -258,11 +261,11 @@ resume_claim(const struct pay_env *env, const struct resume_item *it,
 	switch (resume_kind_of(idem_call_stage(call), point, len, &pcp,
 	    &rcp)) {
 	case RESUME_STAGE0:
-		end = keyed_release(call, NULL, NULL);
+		end = keyed_release(call, &note, NULL, NULL);
 		break;
 #ifdef IDEM_PLANT_RESUME_RELEASES	/* planted for tests/sim, never defined */
 	case RESUME_PAYMENT:
-		end = keyed_release(call, NULL, NULL);
+		end = keyed_release(call, &note, NULL, NULL);
 		break;
 #else
 	case RESUME_PAYMENT:
@@ -271,12 +274,14 @@ resume_claim(const struct pay_env *env, const struct resume_item *it,
 		break;
 #endif
 	case RESUME_REFUND:
-		if (resume_refund_of(env, it->scope, &rcp, &h, &cur,
-		    &resp) == IDEM_OK) {
+		if ((rc = resume_refund_of(env, it->scope, &rcp, &h, &cur,
+		    &resp)) == IDEM_OK) {
 			end = refund_claimed(env, &note, it->scope, it->key,
 			    h.payment, cur, call, NULL, &resp);
 			break;
 		}
+		if (rc != IDEM_ENOTFOUND && rc != IDEM_ECORRUPT)
+			note.store_err = rc;
 		/* FALLTHROUGH */
 	default:
 		/* Nothing to carry on: keep it, as it was, for its client. */
@@ -284,6 +289,7 @@ resume_claim(const struct pay_env *env, const struct resume_item *it,
 		break;
 	}
 	resp_free(&resp);
+	*err = note.store_err;
 	return end;
 }
 
@@ -291,26 +297,29 @@ resume_claim(const struct pay_env *env, const struct resume_item *it,
  * Takes one claim over, as a retry of its request would (its own
  * fingerprint), and ends it.  Whatever happened to the claim since the
  * walk decides: completed or gone is nothing to do; held by another
- * attempt is busy.
+ * attempt is busy.  Returns IDEM_OK, or the store's error when the take-
+ * over or a write that ends the claim failed: the claim is then left,
+ * and the caller stops.
  */
-static void
+static int
 resume_one(const struct pay_env *env, const struct pay_resume_opts *o,
     const struct resume_item *it, struct pay_resume_counts *c)
 {
 	struct idem_call *call = NULL;
 	enum keyed_end end;
+	int rc;
 
 	c->seen++;
 	if (o->taking != NULL)
 		o->taking(o->taking_ctx, it->scope, it->key);
-	if (idem_begin(env->idem, it->scope, it->key, it->fp, NULL, NULL,
-	    &call) != IDEM_OK) {
+	if ((rc = idem_begin(env->idem, it->scope, it->key, it->fp, NULL,
+	    NULL, &call)) != IDEM_OK) {
 		resume_count(c, KEYED_KEPT);
-		return;
+		return rc;
 	}
 	switch (idem_call_verdict(call)) {
 	case IDEM_RESUME:
-		end = resume_claim(env, it, call);
+		end = resume_claim(env, it, call, &rc);
 		resume_count(c, end);
 		if (o->ended != NULL)
 			o->ended(o->ended_ctx, it->scope, it->key,
@@ -321,7 +330,8 @@ resume_one(const struct pay_env *env, const struct pay_resume_opts *o,
 		 * The key ended and went between the walk and now, and this
 		 * made a fresh claim of it: give it back at once.
 		 */
-		idem_release(call, NULL, NULL);
+		if ((rc = idem_release(call, NULL, NULL)) == IDEM_ELOST)
+			rc = IDEM_OK;
 		break;
 	case IDEM_CONFLICT:
 		c->busy++;
@@ -331,6 +341,7 @@ resume_one(const struct pay_env *env, const struct pay_resume_opts *o,
 		break;
 	}
 	idem_call_free(call);
+	return rc;
 }
 
 static int
@@ -374,12 +385,15 @@ pay_resume_run(const struct pay_env *env, const struct pay_resume_opts *opts,
 		metrics_add(METRIC_RESUMES_LEFT, w.skipped);
 		if (rc != IDEM_OK || w.n == 0)
 			break;
-		for (i = 0; i < w.n && !resume_stopped(opts, counts); i++) {
-			resume_one(env, opts, &w.items[i], counts);
+		for (i = 0; i < w.n && rc == IDEM_OK &&
+		    !resume_stopped(opts, counts); i++) {
+			rc = resume_one(env, opts, &w.items[i], counts);
 			if (opts->progress != NULL)
 				opts->progress(opts->progress_ctx, counts);
 		}
 		resume_items_free(&w);
+		if (rc != IDEM_OK)
+			break;
 	}
 	resume_items_free(&w);
 	free(w.items);

@@ -49,8 +49,8 @@ enum keyed_end refund_claimed(const struct pay_env *env,
 
 /*
  * The payment a refund names, if it belongs to scope: its amount and
- * currency.  0, or -1 with resp the answer (404: none, or another
- * account's; 503: the store failed).
+ * currency.  IDEM_OK, or the error with resp the answer: IDEM_ENOTFOUND
+ * (404: none, or another account's), or the store's (503).
  */
 int refund_payment_find(const struct pay_env *env, const char *payment,
     const char *scope, int64_t *paid, const struct currency **cur,
@@ -99,7 +99,9 @@ struct pay_resume_opts {
  * batches.  env needs idem and provider open.  Each claim's outcome is
  * added to *counts (zeroed first) and to the shared counters (metrics.h:
  * METRIC_RESUMES_*).  Returns IDEM_OK, or the store's error when the
- * walk failed (counts then says what was done before).
+ * walk failed, or when a claim could not be taken over or a write that
+ * ends it failed (that claim is counted left, and the run stops there):
+ * counts then says what was done before.
  */
 int pay_resume_run(const struct pay_env *env,
     const struct pay_resume_opts *opts, struct pay_resume_counts *counts);
