@@ -2,13 +2,8 @@
  * crypto.h: the library's wall around libsodium.
  *
  * Only crypto.c includes sodium.h.  crypto_init must succeed once per
- * process before anything else here is called.
- *
- * SHA-256 and HMAC-SHA-256 are not libsodium's (whose 1.0.18 has only
- * portable code) but the project's: one incremental hash, the buffering
- * and padding in crypto.c, over one of two compression functions in
- * sha256.c, SHA-NI on x86 processors that have the SHA extensions and
- * portable C everywhere else, chosen once by crypto_init.
+ * process before anything else here is called (idem_open calls it).
+ * Every primitive behind it is libsodium's.
  */
 #ifndef IDEM_CRYPTO_H
 #define IDEM_CRYPTO_H
@@ -33,27 +28,10 @@ void crypto_sha256_final(struct crypto_sha256 *h, uint8_t out[CRYPTO_SHA256_SIZE
 void crypto_sha256(const void *data, size_t len, uint8_t out[CRYPTO_SHA256_SIZE]);
 
 /*
- * For tests: with portable set, SHA-256 (and so HMAC) runs on the
- * portable compression function; with it clear, on the one crypto_init
- * chooses.  Returns 1 when SHA-NI is now in use, else 0.  Both compute
- * the same function, so the switch may come at any time.
- */
-int crypto_sha256_use_portable(int portable);
-
-/*
- * Fills buf with len bytes from the system's CSPRNG.  Small requests are
- * served from a per-thread pool filled a few hundred bytes at a time;
- * every byte is handed out once, and a fork child never reuses its
- * parent's pool.
+ * Fills buf with len bytes from libsodium's randombytes_buf (the
+ * system's CSPRNG), every call afresh.
  */
 void crypto_random(void *buf, size_t len);
-
-/*
- * Makes every thread's pool draw afresh before it hands out another byte,
- * as a fork child does: for a program that has just replaced the source
- * the pools were filled from (the simulator, at each schedule).
- */
-void crypto_random_forget(void);
 
 /*
  * HMAC-SHA-256 (RFC 2104) under a key prepared once: crypto_hmac_init

@@ -452,6 +452,12 @@ idem_open_backend(const struct idem_options *opt,
 	*out = NULL;
 	if (opt == NULL || opt->dir == NULL)
 		return IDEM_EINVAL;
+	/*
+	 * libsodium starts here for a program that uses only idem.h;
+	 * sodium_init is thread-safe and does nothing the second time.
+	 */
+	if ((rc = crypto_init()) != IDEM_OK)
+		return rc;
 	if ((idem = calloc(1, sizeof(*idem))) == NULL)
 		return IDEM_ENOMEM;
 	memset(&sc, 0, sizeof(sc));

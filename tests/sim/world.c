@@ -626,13 +626,6 @@ sim_run(uint64_t seed, enum sim_backend backend, int verbose,
 	W.backend = backend;
 	W.verbose = verbose;
 	prng_seed(&W.rng, seed);
-	/*
-	 * Random bytes come from W.rng (random.c): bytes pooled by an earlier
-	 * schedule, or by this seed's run on the other store, would be handed
-	 * out again once W.rng repeats them (duplicate payment ids), and would
-	 * make a seed's schedule depend on what ran before it.
-	 */
-	crypto_random_forget();
 	W.max_steps = 200000;
 	W.ttl_ms = 24ULL * 3600 * 1000;
 	W.lease_ms = 30 * 1000;
