@@ -760,6 +760,18 @@ idem_call_created_ms(const struct idem_call *c)
 	return c->rec.created_ms;
 }
 
+uint64_t
+idem_call_generation(const struct idem_call *c)
+{
+	return c->rec.gen;
+}
+
+const uint8_t *
+idem_call_fingerprint(const struct idem_call *c)
+{
+	return c->rec.fp;
+}
+
 uint32_t
 idem_call_attempts(const struct idem_call *c)
 {

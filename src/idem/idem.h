@@ -307,6 +307,22 @@ const void *idem_call_point(const struct idem_call *c, size_t *len);
  */
 uint64_t idem_call_created_ms(const struct idem_call *c);
 
+/*
+ * The key's generation when this lifetime began: how many lifetimes of
+ * (scope, key) had ended before it (a record purged or replaced after its
+ * expiry; the store keeps the count apart from the record, so a record
+ * lost to a failover or a restore does not take it along), kept across
+ * take-overs.  IDEM_GEN_LEGACY for a claim made by a release that kept
+ * none, whose outside work is named by its creation time instead.  With
+ * scope, key and the fingerprint it names the work for outside systems
+ * in a way that survives the loss of the record.
+ */
+#define IDEM_GEN_LEGACY UINT64_MAX
+uint64_t idem_call_generation(const struct idem_call *c);
+
+/* The fingerprint the claim was made with (IDEM_FP_SIZE bytes). */
+const uint8_t *idem_call_fingerprint(const struct idem_call *c);
+
 /* 1 for the first attempt, +1 per take-over. */
 uint32_t idem_call_attempts(const struct idem_call *c);
 

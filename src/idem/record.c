@@ -1,15 +1,20 @@
 /*
  * record.c: the stored form of one (scope, key).
  *
- * Layout of version 1, every integer big-endian:
+ * Layout of version 2, every integer big-endian:
  *
  *	version u8, state u8, fp[32], token[16],
  *	created_ms u64, expires_ms u64, lease_ms u64,
- *	attempts u32, stage u32, cplen u16, cp[cplen],
+ *	attempts u32, stage u32, gen u64, cplen u16, cp[cplen],
  *	and, for a completed record only:
  *	status u16, nheaders u8,
  *	nheaders times: namelen u16, name, valuelen u16, value,
  *	bodylen u32, body[bodylen].
+ *
+ * Version 1, written by releases before the key generation, is the same
+ * without gen; it decodes with gen REC_GEN_LEGACY, and is written again
+ * as version 2 with that value, so a claim keeps the provider key it was
+ * made with.
  *
  * rec_decode reads bytes that came off the disk, so it trusts none of
  * them: every length is checked against what is left before anything is
@@ -75,7 +80,7 @@ rec_check(const struct rec *r, size_t *size)
 		return IDEM_ETOOBIG;
 	if (r->cplen > 0 && r->cp == NULL)
 		return IDEM_EINVAL;
-	*size = 1 + 1 + FP_SIZE + REC_TOKEN_SIZE + 3 * 8 + 2 * 4 + 2 +
+	*size = 1 + 1 + FP_SIZE + REC_TOKEN_SIZE + 4 * 8 + 2 * 4 + 2 +
 	    r->cplen;
 	if (r->state == REC_COMPLETED)
 		return rec_check_response(&r->resp, size);
@@ -128,6 +133,7 @@ rec_put(struct buf *out, const struct rec *r)
 	    (rc = buf_put_u64(out, r->lease_ms)) != IDEM_OK ||
 	    (rc = buf_put_u32(out, r->attempts)) != IDEM_OK ||
 	    (rc = buf_put_u32(out, r->stage)) != IDEM_OK ||
+	    (rc = buf_put_u64(out, r->gen)) != IDEM_OK ||
 	    (rc = buf_put_u16(out, (uint16_t)r->cplen)) != IDEM_OK ||
 	    (rc = buf_append(out, r->cp, r->cplen)) != IDEM_OK)
 		return rc;
@@ -247,7 +253,7 @@ rec_get(struct rd *r, struct rec_block *b, struct rec *out)
 	if ((rc = rd_u8(r, &version)) != IDEM_OK ||
 	    (rc = rd_u8(r, &state)) != IDEM_OK)
 		return rc;
-	if (version != REC_VERSION)
+	if (version != 1 && version != REC_VERSION)
 		return IDEM_ECORRUPT;
 	if (state != REC_IN_PROGRESS && state != REC_COMPLETED)
 		return IDEM_ECORRUPT;
@@ -262,7 +268,10 @@ rec_get(struct rd *r, struct rec_block *b, struct rec *out)
 	    (rc = rd_u64(r, &out->expires_ms)) != IDEM_OK ||
 	    (rc = rd_u64(r, &out->lease_ms)) != IDEM_OK ||
 	    (rc = rd_u32(r, &out->attempts)) != IDEM_OK ||
-	    (rc = rd_u32(r, &out->stage)) != IDEM_OK ||
+	    (rc = rd_u32(r, &out->stage)) != IDEM_OK)
+		return rc;
+	out->gen = REC_GEN_LEGACY;
+	if ((version != 1 && (rc = rd_u64(r, &out->gen)) != IDEM_OK) ||
 	    (rc = rd_u16(r, &cplen)) != IDEM_OK)
 		return rc;
 	if (cplen > REC_MAX_CHECKPOINT)

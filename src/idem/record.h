@@ -15,7 +15,13 @@
 #include "fp.h"
 #include "idem.h"
 
-#define REC_VERSION 1
+#define REC_VERSION 2
+/*
+ * The generation of a record written by a release before version 2, which
+ * knew none: its provider key is derived from its creation time
+ * (keyed.h).  A take-over keeps it, so such a claim keeps its key.
+ */
+#define REC_GEN_LEGACY IDEM_GEN_LEGACY
 #define REC_TOKEN_SIZE 16
 #define REC_MAX_HEADERS 8
 /* A recovery point of IDEM_MAX_POINT bytes, sealed (seal.h) or not. */
@@ -52,6 +58,13 @@ struct rec {
 	uint64_t expires_ms;           /* created_ms + TTL */
 	uint64_t lease_ms;             /* in progress: the lease ends here */
 	uint32_t attempts;             /* 1 at the first claim, +1 per take-over */
+	/*
+	 * The key's generation when it was claimed: how many lifetimes of
+	 * (scope, key) had ended before this one (the store keeps the count
+	 * apart from the record, so losing the record does not lose it), or
+	 * REC_GEN_LEGACY.  Kept across take-overs.
+	 */
+	uint64_t gen;
 	/*
 	 * Recovery point: an application-defined stage and bytes, written by
 	 * checkpoints and kept across take-overs.

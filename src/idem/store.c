@@ -34,7 +34,7 @@ store_read_fails(const char *op, const char *table)
 
 /* The library's own databases; an application table may not take one. */
 static const char *const store_reserved[] = {
-	"keys", "expiry", "pending", "quota"
+	"keys", "expiry", "pending", "quota", "gens"
 };
 
 int
@@ -241,11 +241,12 @@ store_add_ms(uint64_t now_ms, uint64_t span_ms)
 int
 store_rec_fresh(struct rec *r, const uint8_t fp[FP_SIZE],
     const uint8_t token[REC_TOKEN_SIZE], uint64_t now_ms, uint64_t lease_ms,
-    uint64_t ttl_ms, const struct store_first *first)
+    uint64_t ttl_ms, uint64_t gen, const struct store_first *first)
 {
 	void *cp;
 
 	rec_free(r);
+	r->gen = gen;
 	r->state = REC_IN_PROGRESS;
 	memcpy(r->fp, fp, FP_SIZE);
 	memcpy(r->token, token, REC_TOKEN_SIZE);

@@ -150,9 +150,9 @@ struct store_first {
  * write, and stores the result.  Times saturate (store_add_ms).
  *
  * store_rec_fresh makes *r (freed first) a new in-progress claim owned by
- * token, leased until now+lease_ms, expiring at now+ttl_ms, starting at
- * first's stage and a copy of its checkpoint (first may be NULL).
- * IDEM_ENOMEM.
+ * token, leased until now+lease_ms, expiring at now+ttl_ms, of generation
+ * gen (below), starting at first's stage and a copy of its checkpoint
+ * (first may be NULL).  IDEM_ENOMEM.
  *
  * store_rec_takeover hands r to token with a new lease, attempts+1,
  * keeping its creation time (and so the provider key derived from it),
@@ -167,7 +167,7 @@ struct store_first {
 uint64_t store_add_ms(uint64_t now_ms, uint64_t span_ms);
 int store_rec_fresh(struct rec *r, const uint8_t fp[FP_SIZE],
     const uint8_t token[REC_TOKEN_SIZE], uint64_t now_ms, uint64_t lease_ms,
-    uint64_t ttl_ms, const struct store_first *first);
+    uint64_t ttl_ms, uint64_t gen, const struct store_first *first);
 void store_rec_takeover(const struct store *s, struct rec *r,
     const uint8_t token[REC_TOKEN_SIZE], uint64_t now_ms, uint64_t lease_ms,
     uint64_t ttl_ms);
@@ -175,6 +175,20 @@ void store_rec_complete(const struct store *s, struct rec *r,
     uint64_t now_ms, uint64_t ttl_ms);
 
 /*
+ * A key's generation: how many lifetimes of (scope, key) have ended, kept
+ * by every backend apart from the records ("gens": LMDB's named database,
+ * PostgreSQL's idem_gens), where a key that never ended one has none (0).
+ * A lifetime ends when its record goes because its time is up: purge
+ * deleting it, or a fresh claim replacing it after its expiry; each adds
+ * one to the count, in the same transaction.  Nothing else does: a
+ * release (nothing happened) and a record lost to a failover or a restore
+ * leave it where it was.  A fresh claim records the count (after its own
+ * increment, when it replaces an expired record) as its rec.gen, which the
+ * application's provider key is derived from (keyed.h): a retry of a
+ * claim whose record was lost claims again under the same generation and
+ * the same provider key, and gets the provider's replay; a key reused
+ * after it expired gets a new one.
+ *
  * Claims (scope, key) in one write transaction: reads what is stored,
  * asks engine_decide, and on ENGINE_CLAIM writes a fresh in-progress
  * record owned by token (lease now+lease_ms, expiry now+ttl_ms); on

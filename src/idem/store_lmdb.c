@@ -185,6 +185,10 @@ lstore_dbis_open(struct store_env *e, MDB_txn *txn, unsigned int flags,
 	    (rc = mdb_dbi_open(txn, "pending", flags, &e->pending)) != 0 ||
 	    (rc = mdb_dbi_open(txn, "quota", flags, &e->quota)) != 0)
 		return rc;
+	rc = mdb_dbi_open(txn, "gens", flags, &e->gens);
+	if (rc != 0 && (rc != MDB_NOTFOUND || (flags & MDB_CREATE) != 0))
+		return rc;
+	e->has_gens = rc == 0;
 	return lstore_tables_open(e, txn, tables, flags, n);
 }
 

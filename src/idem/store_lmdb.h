@@ -96,7 +96,7 @@
 
 #define STORE_DEFAULT_MAP_SIZE ((size_t)32 << 30)
 /* keys, expiry, pending, quota, and the application's tables. */
-#define STORE_MAX_DBS (4 + IDEM_MAX_TABLES)
+#define STORE_MAX_DBS (5 + IDEM_MAX_TABLES)
 /*
  * Room for the longest LMDB key (511 bytes in a default build, see
  * mdb_env_get_maxkeysize), so keys are built on the stack.
@@ -170,6 +170,13 @@ struct store_env {
 	MDB_dbi expiry;
 	MDB_dbi pending;
 	MDB_dbi quota;
+	/*
+	 * Each key's generation (store.h), from scope NUL key to be64.  A
+	 * store opened read-only that an older release wrote has none
+	 * (has_gens 0): only writes use it.
+	 */
+	MDB_dbi gens;
+	int has_gens;
 	/*
 	 * The application's tables.  A handle that names a table not yet
 	 * open adds it under lstore_envs_mu, before it is returned; the
@@ -272,6 +279,13 @@ int lstore_quota_add(struct lstore *s, MDB_txn *txn,
     const struct store_key *k, int delta);
 int lstore_rec_own(struct lstore *s, MDB_txn *txn, const struct store_key *k,
     const uint8_t token[REC_TOKEN_SIZE], struct rec *r);
+/*
+ * The generation of k (store.h): lstore_gen_get reads it into *gen (0 when
+ * k has none), lstore_gen_end adds one for a lifetime that ended.
+ */
+int lstore_gen_get(struct lstore *s, MDB_txn *txn, const struct store_key *k,
+    uint64_t *gen);
+int lstore_gen_end(struct lstore *s, MDB_txn *txn, const struct store_key *k);
 
 /* store_lmdb_claim.c */
 int lstore_lookup(struct store *base, const char *scope, const char *key,

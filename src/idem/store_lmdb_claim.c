@@ -51,8 +51,9 @@ lstore_lookup(struct store *base, const char *scope, const char *key,
 
 /*
  * Replaces whatever is in *r (an expired record, or nothing) with a fresh
- * claim, and writes it, its index entry and, for a new key, its scope's
- * count.
+ * claim of the key's generation, and writes it, its index entry and, for
+ * a new key, its scope's count; an expired record's end counts in the
+ * key's generation first.
  */
 static int
 lstore_claim_fresh(struct lstore *s, MDB_txn *txn, const struct store_key *k,
@@ -65,10 +66,15 @@ lstore_claim_fresh(struct lstore *s, MDB_txn *txn, const struct store_key *k,
 	 * pointers go with r's memory.
 	 */
 	struct rec old = *r;
+	uint64_t gen;
 	int rc;
 
+	/* An expired record's lifetime ends here (store.h). */
+	if ((stale && (rc = lstore_gen_end(s, txn, k)) != IDEM_OK) ||
+	    (rc = lstore_gen_get(s, txn, k, &gen)) != IDEM_OK)
+		return rc;
 	if ((rc = store_rec_fresh(r, fp, token, now_ms, lease_ms, ttl_ms,
-	    first)) != IDEM_OK)
+	    gen, first)) != IDEM_OK)
 		return rc;
 	if ((rc = lstore_rec_put(s, txn, k, r)) != IDEM_OK ||
 	    (rc = lstore_index_move(s, txn, k, stale ? &old : NULL, r)) !=

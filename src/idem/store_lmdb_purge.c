@@ -87,13 +87,15 @@ lstore_purge_entry(struct lstore *s, MDB_txn *txn, MDB_cursor *c,
 	}
 	/*
 	 * Its time is up: a completed record or a stage-0 claim past its
-	 * expiry and its lease, which engine_decide counts as absent.
+	 * expiry and its lease, which engine_decide counts as absent.  Its
+	 * lifetime ends, and the key's generation counts it (store.h).
 	 */
 	rec_free(&r);
 	key.mv_size = k.len;
 	key.mv_data = k.data;
 	if ((rc = lstore_err(mdb_del(txn, s->e->keys, &key, NULL))) !=
 	    IDEM_OK ||
+	    (rc = lstore_gen_end(s, txn, &k)) != IDEM_OK ||
 	    (rc = lstore_quota_add(s, txn, &k, -1)) != IDEM_OK)
 		return rc;
 	*step = STORE_PURGE_DELETE;

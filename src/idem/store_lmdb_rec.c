@@ -201,6 +201,50 @@ lstore_quota_add(struct lstore *s, MDB_txn *txn, const struct store_key *k,
 	return lstore_err(mdb_put(txn, s->e->quota, &key, &val, 0));
 }
 
+int
+lstore_gen_get(struct lstore *s, MDB_txn *txn, const struct store_key *k,
+    uint64_t *gen)
+{
+	MDB_val key = { .mv_size = k->len, .mv_data = (void *)k->data };
+	MDB_val val;
+	int rc;
+
+	*gen = 0;
+	if (!s->e->has_gens)
+		return IDEM_OK;
+	rc = lstore_err(mdb_get(txn, s->e->gens, &key, &val));
+	if (rc == IDEM_ENOTFOUND)
+		return IDEM_OK;
+	if (rc != IDEM_OK)
+		return rc;
+	if (val.mv_size != 8)
+		return IDEM_ECORRUPT;
+	*gen = be_get(val.mv_data, 8);
+	return IDEM_OK;
+}
+
+int
+lstore_gen_end(struct lstore *s, MDB_txn *txn, const struct store_key *k)
+{
+	MDB_val key = { .mv_size = k->len, .mv_data = (void *)k->data };
+	MDB_val val;
+	uint8_t be[8];
+	uint64_t gen;
+	int rc;
+
+	if (!s->e->has_gens)
+		return IDEM_EROFS;
+	if ((rc = lstore_gen_get(s, txn, k, &gen)) != IDEM_OK)
+		return rc;
+	/* REC_GEN_LEGACY is never a generation this store counts to. */
+	if (gen < REC_GEN_LEGACY - 1)
+		gen++;
+	be_put(be, 8, gen);
+	val.mv_size = sizeof(be);
+	val.mv_data = be;
+	return lstore_err(mdb_put(txn, s->e->gens, &key, &val, 0));
+}
+
 /*
  * Loads the record of k into *r and checks that it is an in-progress
  * claim held by token.  IDEM_ELOST (and *r empty) when it is gone,

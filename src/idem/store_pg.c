@@ -86,7 +86,16 @@ static const char *const pg_migrations[PG_SCHEMA_VERSION] = {
 	"ALTER TABLE idem_quota ADD COLUMN slot integer NOT NULL DEFAULT 0;"
 	"ALTER TABLE idem_quota ALTER COLUMN slot DROP DEFAULT;"
 	"ALTER TABLE idem_quota DROP CONSTRAINT idem_quota_pkey;"
-	"ALTER TABLE idem_quota ADD PRIMARY KEY (scope, slot);"
+	"ALTER TABLE idem_quota ADD PRIMARY KEY (scope, slot);",
+	/*
+	 * 4: each key's generation, which outlives its records: how many of
+	 * its lifetimes have ended (store.h)
+	 */
+	"CREATE TABLE idem_gens ("
+	"  scope bytea NOT NULL,"
+	"  key bytea NOT NULL,"
+	"  gen bigint NOT NULL,"
+	"  PRIMARY KEY (scope, key));"
 };
 
 /* Any number, the same in every process: serialises migrations. */
@@ -544,7 +553,7 @@ store_pg_wipe(const char *conninfo)
 	if ((c = pg_connect(conninfo, 0)) == NULL)
 		return IDEM_EIO;
 	rc = pg_exec_plain(c, "TRUNCATE idem_keys, idem_rows, idem_quota, "
-	    "idem_counts", err, sizeof(err)) == 0 ? IDEM_OK : IDEM_EIO;
+	    "idem_counts, idem_gens", err, sizeof(err)) == 0 ? IDEM_OK : IDEM_EIO;
 	PQfinish(c);
 	return rc;
 }

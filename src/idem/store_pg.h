@@ -28,6 +28,10 @@
  *				deleted by the sessions whose server
  *				process id is slot modulo PG_COUNT_SLOTS:
  *				a table's count is the sum of its slots
+ *	idem_gens		(scope, key) -> gen: how many lifetimes of
+ *				the key have ended (store.h), written by
+ *				purge and by a claim that replaces an
+ *				expired record
  *
  * scope and key are bytea, so rows sort bytewise as in LMDB.
  */
@@ -44,7 +48,7 @@
 #include "record.h"
 #include "store.h"
 
-#define PG_SCHEMA_VERSION 3
+#define PG_SCHEMA_VERSION 4
 /* Connections per process: the writers that run at once. */
 #define PG_POOL_MAX 16
 /* Serialization failures and deadlocks retried before IDEM_EIO. */

@@ -252,8 +252,9 @@ pg_run_hook(struct pgstore *s, struct pgconn *pc, idem_tx_fn hook, void *ctx,
 }
 
 /*
- * Deletes up to max records whose time is up, and takes them off their
- * scopes' counts, in the session's slot, in the same statement (the
+ * Deletes up to max records whose time is up, counts the end of each
+ * one's lifetime in its key's generation (store.h), and takes them off
+ * their scopes' counts, in the session's slot, in the same statement (the
  * slots' rows locked in scope order, so that two purges of one slot do
  * not lock them in opposite orders).
  */
@@ -271,7 +272,10 @@ pg_purge_tx(struct pgconn *pc, uint64_t now_ms, size_t max, size_t *purged)
 	if ((rc = pg_exec(pc, "WITH d AS (DELETE FROM idem_keys WHERE ctid IN ("
 	    "SELECT ctid FROM idem_keys WHERE purge_at <= $1 "
 	    "ORDER BY purge_at LIMIT $2 FOR UPDATE SKIP LOCKED) "
-	    "RETURNING scope), "
+	    "RETURNING scope, key), "
+	    "g AS (INSERT INTO idem_gens AS g (scope, key, gen) "
+	    "SELECT scope, key, 1 FROM d ORDER BY scope, key "
+	    "ON CONFLICT (scope, key) DO UPDATE SET gen = g.gen + 1), "
 	    "c AS (SELECT scope, count(*) AS n FROM d GROUP BY scope), "
 	    "u AS (INSERT INTO idem_quota AS q (scope, slot, n) "
 	    "SELECT scope, $3, -n FROM c ORDER BY scope "
@@ -455,11 +459,47 @@ struct pg_claim_job {
 	int exclusive;    /* pass the scope's gate alone (pg_quota_claim) */
 };
 
+/*
+ * The key's generation for a fresh claim (store.h): read, or, when the
+ * claim replaces an expired record (stale), that lifetime's end counted
+ * first, in the claim's transaction.
+ */
 static int
-pg_claim_fresh(struct pg_claim_job *a, struct rec *r)
+pg_gen_for_claim(struct pgconn *pc, const char *scope, const char *key,
+    int stale, uint64_t *gen)
 {
+	struct pgargs a = { 0 };
+	PGresult *res;
+	int rc;
+
+	*gen = 0;
+	pg_arg_bytes(&a, scope, strlen(scope));
+	pg_arg_bytes(&a, key, strlen(key));
+	if ((rc = pg_exec(pc, stale ?
+	    "INSERT INTO idem_gens AS g (scope, key, gen) VALUES ($1, $2, 1) "
+	    "ON CONFLICT (scope, key) DO UPDATE SET gen = g.gen + 1 "
+	    "RETURNING gen" :
+	    "SELECT gen FROM idem_gens WHERE scope = $1 AND key = $2",
+	    &a, &res)) != IDEM_OK)
+		return rc;
+	if (PQntuples(res) == 1)
+		*gen = pg_get_u64(res, 0, 0);
+	PQclear(res);
+	return IDEM_OK;
+}
+
+static int
+pg_claim_fresh(struct pg_claim_job *a, struct pgconn *pc, int stale,
+    struct rec *r)
+{
+	uint64_t gen;
+	int rc;
+
+	if ((rc = pg_gen_for_claim(pc, a->scope, a->key, stale, &gen)) !=
+	    IDEM_OK)
+		return rc;
 	return store_rec_fresh(r, a->fp, a->token, a->now_ms, a->lease_ms,
-	    a->ttl_ms, a->first);
+	    a->ttl_ms, gen, a->first);
 }
 
 static int
@@ -489,7 +529,7 @@ pg_claim_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
 			*commit = rc == IDEM_ELIMIT && purged;
 			return rc;
 		}
-		if ((rc = pg_claim_fresh(a, &out->rec)) != IDEM_OK)
+		if ((rc = pg_claim_fresh(a, pc, found, &out->rec)) != IDEM_OK)
 			return rc;
 		rc = pg_rec_put(pc, a->scope, a->key, &out->rec, !found);
 		/* Another transaction inserted the key: decide again. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "crypto.h"
 #include "err.h"
 #include "keyed.h"
 #include "metrics.h"
@@ -222,16 +223,33 @@ keyed_release(struct idem_call *call, struct pay_note *note, idem_tx_fn undo,
 }
 
 int
-keyed_provider_key(const char *what, const struct idem_call *call,
-    const char *scope, const char *key, struct buf *out)
+keyed_provider_key_of(const char *what, const char *scope, const char *key,
+    const uint8_t fp[IDEM_FP_SIZE], uint64_t gen, uint64_t created_ms,
+    struct buf *out)
 {
-	char created[BUF_DEC_MAX];
+	char num[BUF_DEC_MAX], hex[2 * KEYED_FP_BYTES + 1];
+	int rc;
 
 	if (buf_puts(out, what) != IDEM_OK || buf_putc(out, ':') != IDEM_OK ||
 	    buf_puts(out, scope) != IDEM_OK || buf_putc(out, ':') != IDEM_OK ||
-	    buf_puts(out, key) != IDEM_OK || buf_putc(out, ':') != IDEM_OK ||
-	    buf_append(out, created, buf_fmt_uint(created,
-	    idem_call_created_ms(call), 0)) != IDEM_OK)
+	    buf_puts(out, key) != IDEM_OK || buf_putc(out, ':') != IDEM_OK)
 		return IDEM_ENOMEM;
-	return IDEM_OK;
+	if (gen == IDEM_GEN_LEGACY)
+		rc = buf_append(out, num, buf_fmt_uint(num, created_ms, 0));
+	else {
+		crypto_hex(fp, KEYED_FP_BYTES, hex);
+		if ((rc = buf_puts(out, hex)) == IDEM_OK &&
+		    (rc = buf_putc(out, ':')) == IDEM_OK)
+			rc = buf_append(out, num, buf_fmt_uint(num, gen, 0));
+	}
+	return rc == IDEM_OK ? IDEM_OK : IDEM_ENOMEM;
+}
+
+int
+keyed_provider_key(const char *what, const struct idem_call *call,
+    const char *scope, const char *key, struct buf *out)
+{
+	return keyed_provider_key_of(what, scope, key,
+	    idem_call_fingerprint(call), idem_call_generation(call),
+	    idem_call_created_ms(call), out);
 }

@@ -85,13 +85,24 @@ int keyed_complete(struct idem_call *call, struct pay_note *note,
     void *undo_ctx, struct response *resp);
 
 /*
- * The key the provider deduplicates on, derived from the client's:
+ * The key the provider deduplicates on, derived from what every retry of
+ * the request carries, so that a retry whose claim record was lost (a
+ * failover that lost commits, a restore) asks the provider under the same
+ * key and gets its replay instead of a second charge (doc/DESIGN.md, "The
+ * provider key"): "what:scope:key:fp:gen", fp the first KEYED_FP_BYTES of
+ * the request's fingerprint in hex and gen the key's generation
+ * (idem_call_generation), which tells this lifetime of the key from a
+ * later one after it expired.  A claim of a release before generations
+ * (IDEM_GEN_LEGACY) keeps the key it was charged under,
  * "what:scope:key:created", created the claim's creation time in
- * milliseconds, which tells this lifetime of the key from a later one
- * (after it expired) and is kept across take-overs.  Appended to out;
- * IDEM_OK or IDEM_ENOMEM.
+ * milliseconds.  Appended to out; IDEM_OK or IDEM_ENOMEM.
  */
+#define KEYED_FP_BYTES 16
 int keyed_provider_key(const char *what, const struct idem_call *call,
     const char *scope, const char *key, struct buf *out);
+/* The same from its parts. */
+int keyed_provider_key_of(const char *what, const char *scope,
+    const char *key, const uint8_t fp[IDEM_FP_SIZE], uint64_t gen,
+    uint64_t created_ms, struct buf *out);
 
 #endif

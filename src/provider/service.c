@@ -23,8 +23,9 @@
 
 /*
  * The keys idem derives hold its client's key (up to 255 characters,
- * spaces included) after a prefix, the account and before the claim time:
- * at most 348 characters.
+ * spaces included) after a prefix and the account, and before 32 hex
+ * digits of the request's fingerprint and the key's generation: at most
+ * 381 characters.
  */
 #define PSVC_KEY_MAX 400
 #define PSVC_CURRENCY_MAX 15

@@ -997,14 +997,17 @@ class Scenario:
         self.run_program(step, "idemctl", step.arg)
 
     def run_program(self, step, program, argline):
-        """Runs PROGRAM (idemctl, idem-fcgi or idem-provider of the build)
+        """Runs PROGRAM (idemctl, idem-fcgi, idem-provider or
+        tests/cgi/claimctl of the build)
         with ARGS, split as a shell would split them, and the scenario's
         environment.  Indented lines: "exit: N" (default 0), "prints:
         TEXT" (on stdout or stderr)."""
         where = "line %d" % step.line
-        if program not in ("idemctl", "idem-fcgi", "idem-provider"):
-            raise ScenarioError("%s: run: idemctl, idem-fcgi or "
-                                "idem-provider, not %r" % (where, program))
+        if program not in ("idemctl", "idem-fcgi", "idem-provider",
+                           "tests/cgi/claimctl"):
+            raise ScenarioError("%s: run: idemctl, idem-fcgi, "
+                                "idem-provider or tests/cgi/claimctl, not "
+                                "%r" % (where, program))
         args = shlex.split(self.subst(argline, where))
         want_exit, prints = 0, []
         for lineno, text in step.body:

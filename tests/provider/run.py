@@ -131,8 +131,10 @@ def t_charge_replay(svc):
 
 def t_long_key(svc):
     # The longest key idem derives: its client's 255 characters, spaces
-    # included, after the prefix and a 64-character account.
-    key = "charge:" + "a" * 64 + ":" + "x y " * 63 + "xyz:" + "9" * 20
+    # included, after the prefix and a 64-character account, before the
+    # fingerprint's 32 hex digits and a 20-digit generation.
+    key = ("charge:" + "a" * 64 + ":" + "x y " * 63 + "xyz:" + "f" * 32 +
+           ":" + "9" * 20)
     a = charge(svc, key)
     expect(a.status == 201, f"long key: {a.brief()}")
     b = charge(svc, key)

@@ -51,6 +51,7 @@
 #define T_MAX (IDEM_MAX_TABLES + 1)
 
 #define T_RECORDS 0   /* scope NUL key -> encoded record; then the app's */
+#define T_GENS T_MAX  /* scope NUL key -> be64 generation (store.h) */
 #define TXN_MAX 256
 #define BATCH_MAX 64
 
@@ -459,6 +460,25 @@ rec_put(struct txn *tx, const struct rkey *k, const struct rec *r)
 	return rc;
 }
 
+/* The generation of k as tx sees it: 0 when it has none. */
+static uint64_t
+gen_get(const struct txn *tx, const struct rkey *k)
+{
+	const uint8_t *v;
+	size_t vl;
+
+	if (txn_get(tx, T_GENS, k->data, k->len, &v, &vl) != IDEM_OK ||
+	    vl != 8)
+		return 0;
+	return be_get(v, 8);
+}
+
+static void
+gen_encode(uint64_t gen, uint8_t be[8])
+{
+	be_put(be, 8, gen);
+}
+
 static uint64_t
 add_ms(uint64_t a, uint64_t b)
 {
@@ -564,7 +584,16 @@ claim_run(struct store *s, struct txn *tx, const struct rkey *k,
 	if (sim_store_fails("store_claim"))
 		return IDEM_EFULL;
 	if (out->decision == ENGINE_CLAIM) {
+		uint8_t be[8];
+		uint64_t gen = gen_get(tx, k);
+
+		/* An expired record's lifetime ends here (store.h). */
+		if (found) {
+			gen_encode(++gen, be);
+			txn_op(tx, T_GENS, k->data, k->len, be, sizeof(be), 0);
+		}
 		rec_free(&out->rec);
+		out->rec.gen = gen;
 		out->rec.state = REC_IN_PROGRESS;
 		memcpy(out->rec.fp, fp, FP_SIZE);
 		out->rec.created_ms = now_ms;
@@ -830,6 +859,7 @@ due_cmp(const void *a, const void *b)
 static int
 sim_purge(struct store *s, uint64_t now_ms, size_t max, size_t *purged)
 {
+	struct rkey *ended;
 	struct due *d;
 	struct rec r;
 	size_t i, n = 0;
@@ -872,14 +902,29 @@ sim_purge(struct store *s, uint64_t now_ms, size_t max, size_t *purged)
 	for (i = 0; i < n; i++)
 		d[i].at = d[i].i;
 	qsort(d, n, sizeof(*d), due_cmp);
+	if ((ended = calloc(n + 1, sizeof(*ended))) == NULL)
+		abort();
 	for (i = n; i-- > 0;) {
 		struct ent *e = &map[d[i].i];
 
+		ended[i].len = e->kl;
+		memcpy(ended[i].data, e->k, e->kl);
 		free(e->k);
 		free(e->v);
 		memmove(e, e + 1, (nmap - d[i].i - 1) * sizeof(*map));
 		nmap--;
 	}
+	/* Each purged record's lifetime ends (store.h). */
+	for (i = 0; i < n; i++) {
+		struct txn none = { .n = 0 };
+		struct ent g = { T_GENS, ended[i].data, NULL, ended[i].len, 8 };
+		uint8_t be[8];
+
+		gen_encode(gen_get(&none, &ended[i]) + 1, be);
+		g.v = be;
+		map_put(&g);
+	}
+	free(ended);
 	free(d);
 	*purged = n;
 	if (n > 0)

@@ -1,6 +1,7 @@
 /*
  * test_payment.c: the texts a payment's answer is made of, which must be
- * exactly what the printf formats they are written without would print.
+ * exactly what the printf formats they are written without would print,
+ * and the provider key it is charged under.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include "crypto.h"
 #include "err.h"
 #include "harness.h"
+#include "keyed.h"
 #include "payment.h"
 
 /* pay_time as the format "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ" has it. */
@@ -81,6 +83,40 @@ test_etag(void)
 	CU_ASSERT_STRING_EQUAL(got, "\"e3b0c44298fc1c14\"");
 }
 
+/*
+ * The provider key: from scope, key, a fingerprint's first 16 bytes and
+ * the generation; a claim of a release before generations keeps its
+ * claim-time key.  Both are contracts with a provider's ledger: pin them.
+ */
+static void
+test_provider_key(void)
+{
+	uint8_t fp[IDEM_FP_SIZE];
+	struct buf b = BUF_INIT;
+	size_t i;
+
+	for (i = 0; i < sizeof(fp); i++)
+		fp[i] = (uint8_t)(0xf0 + i);
+	HARNESS_EQ(keyed_provider_key_of("charge", "acct_a", "k-1", fp, 0,
+	    1796042096789ULL, &b), IDEM_OK);
+	HARNESS_EQ(buf_putc(&b, '\0'), IDEM_OK);
+	CU_ASSERT_STRING_EQUAL((char *)b.data, "charge:acct_a:k-1:"
+	    "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff:0");
+	b.len = 0;
+	HARNESS_EQ(keyed_provider_key_of("refund", "acct_a", "k-1", fp, 12,
+	    1796042096789ULL, &b), IDEM_OK);
+	HARNESS_EQ(buf_putc(&b, '\0'), IDEM_OK);
+	CU_ASSERT_STRING_EQUAL((char *)b.data, "refund:acct_a:k-1:"
+	    "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff:12");
+	b.len = 0;
+	HARNESS_EQ(keyed_provider_key_of("charge", "acct_a", "k-1", fp,
+	    IDEM_GEN_LEGACY, 1796042096789ULL, &b), IDEM_OK);
+	HARNESS_EQ(buf_putc(&b, '\0'), IDEM_OK);
+	CU_ASSERT_STRING_EQUAL((char *)b.data,
+	    "charge:acct_a:k-1:1796042096789");
+	buf_free(&b);
+}
+
 static void
 test_id_shape(void)
 {
@@ -108,6 +144,7 @@ harness_suites(void)
 	    (s = CU_add_suite("payment", NULL, NULL)) == NULL ||
 	    CU_add_test(s, "time as printf", test_time) == NULL ||
 	    CU_add_test(s, "etag as printf", test_etag) == NULL ||
+	    CU_add_test(s, "provider key", test_provider_key) == NULL ||
 	    CU_add_test(s, "id shapes", test_id_shape) == NULL)
 		return -1;
 	return 0;

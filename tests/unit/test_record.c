@@ -19,7 +19,8 @@
 /* Offsets into a version 1 encoding, per record.c's layout comment. */
 #define OFF_VERSION 0
 #define OFF_STATE 1
-#define OFF_CPLEN (2 + FP_SIZE + REC_TOKEN_SIZE + 8 * 3 + 4 * 2)
+#define OFF_GEN (2 + FP_SIZE + REC_TOKEN_SIZE + 8 * 3 + 4 * 2)
+#define OFF_CPLEN (OFF_GEN + 8)
 #define FIXED_LEN (OFF_CPLEN + 2)
 
 static const uint8_t body_bin[] = { '{', 0, 1, 2, 0xff, 0, '}', 0 };
@@ -41,6 +42,7 @@ fill_in_progress(struct rec *r)
 	r->lease_ms = UINT64_MAX - 1;
 	r->attempts = 3;
 	r->stage = 0x01020304;
+	r->gen = 0x0506;
 }
 
 static void
@@ -74,6 +76,7 @@ assert_same(const struct rec *a, const struct rec *b)
 	CU_ASSERT(a->lease_ms == b->lease_ms);
 	HARNESS_EQ(a->attempts, b->attempts);
 	HARNESS_EQ(a->stage, b->stage);
+	CU_ASSERT(a->gen == b->gen);
 	HARNESS_EQ(a->cplen, b->cplen);
 	if (a->cplen == b->cplen && a->cplen > 0)
 		CU_ASSERT(memcmp(a->cp, b->cp, a->cplen) == 0);
@@ -206,12 +209,50 @@ test_layout_big_endian(void)
 	HARNESS_EQ(p[OFF_VERSION], REC_VERSION);
 	HARNESS_EQ(p[OFF_STATE], REC_IN_PROGRESS);
 	HARNESS_EQ(p[2], r.fp[0]);
-	/* attempts (u32) sits just before stage and cplen. */
-	HARNESS_EQ(p[OFF_CPLEN - 8], 0);
-	HARNESS_EQ(p[OFF_CPLEN - 5], 3);
-	HARNESS_EQ(p[OFF_CPLEN - 4], 0x01);
-	HARNESS_EQ(p[OFF_CPLEN - 1], 0x04);
+	/* attempts (u32) sits just before stage, then gen (u64), cplen. */
+	HARNESS_EQ(p[OFF_GEN - 8], 0);
+	HARNESS_EQ(p[OFF_GEN - 5], 3);
+	HARNESS_EQ(p[OFF_GEN - 4], 0x01);
+	HARNESS_EQ(p[OFF_GEN - 1], 0x04);
+	HARNESS_EQ(p[OFF_GEN], 0);
+	HARNESS_EQ(p[OFF_CPLEN - 2], 0x05);
+	HARNESS_EQ(p[OFF_CPLEN - 1], 0x06);
 	buf_free(&b);
+}
+
+/*
+ * A record of version 1 (a release before generations: the same layout
+ * without gen) still decodes, with gen REC_GEN_LEGACY, and is written
+ * again with that value, so a claim in progress across an upgrade keeps
+ * the provider key it was charged under.
+ */
+static void
+test_decode_version_1(void)
+{
+	struct buf b, v1 = BUF_INIT;
+	struct rec r, d, d2;
+
+	fill_in_progress(&r);
+	r.cp = (uint8_t *)"point";
+	r.cplen = 5;
+	encode_or_fail(&r, &b);
+	HARNESS_EQ(buf_append(&v1, b.data, OFF_GEN), IDEM_OK);
+	HARNESS_EQ(buf_append(&v1, b.data + OFF_CPLEN, b.len - OFF_CPLEN),
+	    IDEM_OK);
+	v1.data[OFF_VERSION] = 1;
+	HARNESS_EQ(rec_decode(v1.data, v1.len, &d), IDEM_OK);
+	CU_ASSERT(d.gen == REC_GEN_LEGACY);
+	r.gen = REC_GEN_LEGACY;
+	assert_same(&r, &d);
+	buf_free(&b);
+	encode_or_fail(&d, &b);
+	HARNESS_EQ(b.data[OFF_VERSION], REC_VERSION);
+	HARNESS_EQ(rec_decode(b.data, b.len, &d2), IDEM_OK);
+	CU_ASSERT(d2.gen == REC_GEN_LEGACY);
+	rec_free(&d2);
+	rec_free(&d);
+	buf_free(&b);
+	buf_free(&v1);
 }
 
 static void
@@ -587,6 +628,8 @@ harness_suites(void)
 	    CU_add_test(s, "round trip max headers",
 	    test_round_trip_max_headers) == NULL ||
 	    CU_add_test(s, "layout big-endian", test_layout_big_endian) ==
+	    NULL ||
+	    CU_add_test(s, "decode version 1", test_decode_version_1) ==
 	    NULL ||
 	    CU_add_test(s, "encode appends", test_encode_appends) == NULL ||
 	    CU_add_test(s, "encode limits", test_encode_limits) == NULL ||

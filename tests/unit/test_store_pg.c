@@ -724,8 +724,8 @@ test_migrate_counts(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
 	fill(s);
 	store_close(s);
-	HARNESS_EQ(sql("DROP TABLE idem_quota, idem_counts; DELETE FROM "
-	    "idem_schema_version WHERE version > 1"), 0);
+	HARNESS_EQ(sql("DROP TABLE idem_quota, idem_counts, idem_gens; "
+	    "DELETE FROM idem_schema_version WHERE version > 1"), 0);
 	HARNESS_EQ(store_pg_migrate(getenv("IDEM_TEST_PG"), &from, &to, err,
 	    sizeof(err)), 0);
 	HARNESS_EQ(from, 1);
