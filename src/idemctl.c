@@ -171,7 +171,9 @@ ctl_store(int read_only)
 {
 	const char *where = ctl_where();
 	struct store_config sc = { where, ctl_cfg.map_size, read_only,
-	    ctl_cfg.keys_per_account, 0, pay_tables, NULL };
+	    ctl_cfg.keys_per_account, 0, pay_tables, NULL,
+	    ctl_cfg.pg_connect_timeout_s, ctl_cfg.pg_statement_timeout_ms,
+	    ctl_cfg.pg_lock_timeout_ms, ctl_cfg.pg_pool_wait_ms };
 	struct store *s;
 	int rc;
 

@@ -172,6 +172,10 @@ ctl_resume_env(struct pay_env *env)
 		.max_keys_per_scope = ctl_cfg.keys_per_account,
 		.commit_delay_us = ctl_cfg.commit_delay_us,
 		.tables = pay_tables,
+		.pg_connect_timeout_s = ctl_cfg.pg_connect_timeout_s,
+		.pg_statement_timeout_ms = ctl_cfg.pg_statement_timeout_ms,
+		.pg_lock_timeout_ms = ctl_cfg.pg_lock_timeout_ms,
+		.pg_pool_wait_ms = ctl_cfg.pg_pool_wait_ms,
 		.secret_file = ctl_cfg.secret_file[0] != '\0' ?
 		    ctl_cfg.secret_file : NULL,
 	};

@@ -20,7 +20,11 @@
  *                                          after the batch's jobs ran;
  *                                          store_pg_pipeline: the first
  *                                          statement's results are left
- *                                          unread (PostgreSQL)
+ *                                          unread (PostgreSQL);
+ *                                          store_pg_commit_lost: COMMIT
+ *                                          answered, the session closed
+ *                                          unread; store_pg_commit_unsent:
+ *                                          closed before COMMIT is sent
  *     IDEM_FAULT=store_wait:jump=86400000  the clock moves a day ahead
  *                                          each time a group commit's
  *                                          leader holds the write lock

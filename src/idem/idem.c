@@ -468,6 +468,10 @@ idem_open_backend(const struct idem_options *opt,
 	sc.commit_delay_us = opt->commit_delay_us;
 	sc.tables = opt->tables;
 	sc.backend = backend;
+	sc.pg_connect_timeout_s = opt->pg_connect_timeout_s;
+	sc.pg_statement_timeout_ms = opt->pg_statement_timeout_ms;
+	sc.pg_lock_timeout_ms = opt->pg_lock_timeout_ms;
+	sc.pg_pool_wait_ms = opt->pg_pool_wait_ms;
 	if (opt->secret_file != NULL && opt->secret_file[0] != '\0' &&
 	    (rc = idem_seal_load(opt->secret_file, &idem->seal)) != IDEM_OK) {
 		free(idem);

@@ -146,6 +146,18 @@ struct idem_options {
 	 * store keeps them in the clear.
 	 */
 	const char *secret_file;
+	/*
+	 * PostgreSQL only (0: the defaults, 5 s, 5000 ms, 2000 ms and
+	 * 2000 ms): seconds to open a session when the URI sets no
+	 * connect_timeout, milliseconds a statement may run and wait for a
+	 * lock, milliseconds a call may wait for a free session.  A wait
+	 * past its bound fails the call with IDEM_EBUSY (or IDEM_EIO for a
+	 * session that cannot be opened) and writes nothing.
+	 */
+	unsigned pg_connect_timeout_s;
+	unsigned pg_statement_timeout_ms;
+	unsigned pg_lock_timeout_ms;
+	unsigned pg_pool_wait_ms;
 };
 
 #define IDEM_MAX_TABLES 16

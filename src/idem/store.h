@@ -61,6 +61,17 @@ struct store_config {
 	 */
 	const char *const *tables;
 	const struct store_ops *backend;  /* NULL: store_lmdb_ops */
+	/*
+	 * The PostgreSQL backend's bounds on its waits (0: the defaults of
+	 * store_pg.h): seconds to open a session (when the URI sets no
+	 * connect_timeout), milliseconds a statement may run and may wait
+	 * for a lock, and milliseconds a call may wait for a session of
+	 * the pool.
+	 */
+	unsigned pg_connect_timeout_s;
+	unsigned pg_statement_timeout_ms;
+	unsigned pg_lock_timeout_ms;
+	unsigned pg_pool_wait_ms;
 };
 
 /*

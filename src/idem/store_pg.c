@@ -7,9 +7,16 @@
  * of at most PG_POOL_MAX, opened when first needed (after fork: a
  * connection is never used by another process than its opener's), and a
  * thread holds one for one statement or one transaction; threads wait
- * for a free one.  A connection found broken (the server restarted) is
- * reset when next taken; the call that met the break, and any made while
- * the server is away, fail with IDEM_EIO and write nothing.
+ * for a free one, for the pool wait at most (IDEM_EBUSY past it).  A
+ * connection found broken (the server restarted) is reset when next
+ * taken; the call that met the break, and any made while the server is
+ * away, fail with IDEM_EIO and write nothing, except a claim or a write
+ * to an owned claim whose COMMIT's answer was lost, which reads its
+ * record back on a new session to learn whether it committed
+ * (pg_write_verified).  Every wait of a session is bounded (a connect
+ * timeout, TCP keepalives, a statement and a lock timeout, a deadline
+ * on COMMIT's answer), so that a stalled server fails calls, and does
+ * not hold threads.
  *
  * Writes run at READ COMMITTED with two-phase locking of what they
  * touch, so that they behave as if they ran one at a time, as under
@@ -25,14 +32,20 @@
  *
  * Every session runs with synchronous_commit = on, whatever the server's
  * default: a commit is flushed to the write-ahead log before it returns,
- * so IDEM_OK means durable (doc/DESIGN.md, invariant 2).  Commits of
+ * so IDEM_OK means durable (doc/DESIGN.md, invariant 2); a COMMIT that
+ * warns that its wait for synchronous replication was cancelled
+ * committed only locally, and fails its write (invariant 11).  Commits of
  * concurrent requests share their flushes by PostgreSQL's own group
  * commit (commit_delay and commit_siblings, server settings).
  */
+#include "config.h"
+
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libpq-fe.h>
@@ -97,6 +110,14 @@ static const char *const pg_migrations[PG_SCHEMA_VERSION] = {
 	"  gen bigint NOT NULL,"
 	"  PRIMARY KEY (scope, key));"
 };
+
+/*
+ * The sessions of idemctl migrate and of the tests' wipe: a connect
+ * timeout, and neither a statement nor a lock timeout, since a
+ * migration may rewrite a large table and wait for running writers.
+ */
+static const struct pglimits pg_tool_limits = { PG_CONNECT_TIMEOUT_S, 0, 0,
+    0 };
 
 /* Any number, the same in every process: serialises migrations. */
 #define PG_MIGRATE_LOCK "7137801"
@@ -209,6 +230,31 @@ pg_exec_begin(struct pgconn *pc, const char *sql,
 	return out;
 }
 
+/*
+ * The error of a statement that failed with SQLSTATE state (NULL: one
+ * of libpq's own, such as a lost connection).  A lock or statement
+ * timeout (55P03, 57014) is IDEM_EBUSY: nothing was written and a retry
+ * may pass.  A connection exception (class 08) or an error without a
+ * SQLSTATE marks the session broken.
+ */
+static int
+pg_state_err(struct pgconn *pc, const char *state)
+{
+	if (state == NULL || strncmp(state, "08", 2) == 0) {
+		pc->broken = 1;
+		return IDEM_EIO;
+	}
+	if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0) {
+		pc->retry = 1;
+		return PG_RETRY;
+	}
+	if (strcmp(state, "23505") == 0)
+		return IDEM_EEXIST;
+	if (strcmp(state, "55P03") == 0 || strcmp(state, "57014") == 0)
+		return IDEM_EBUSY;
+	return IDEM_EIO;
+}
+
 int
 pg_exec(struct pgconn *pc, const char *sql, struct pgargs *a,
     PGresult **res)
@@ -216,7 +262,6 @@ pg_exec(struct pgconn *pc, const char *sql, struct pgargs *a,
 	static const struct pgargs none;
 	const struct pgargs *p = a != NULL ? a : &none;
 	PGresult *r;
-	const char *state;
 	ExecStatusType st;
 	int rc;
 
@@ -229,6 +274,8 @@ pg_exec(struct pgconn *pc, const char *sql, struct pgargs *a,
 	} else
 		r = PQexecParams(pc->c, sql, p->n, NULL, p->v, p->len, p->fmt,
 		    1);
+	if (r == NULL || PQstatus(pc->c) != CONNECTION_OK)
+		pc->broken = 1;
 	if (r == NULL)
 		return pc->broken ? IDEM_EIO : IDEM_ENOMEM;
 	st = PQresultStatus(r);
@@ -236,14 +283,7 @@ pg_exec(struct pgconn *pc, const char *sql, struct pgargs *a,
 		*res = r;
 		return IDEM_OK;
 	}
-	state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-	rc = IDEM_EIO;
-	if (state != NULL && (strcmp(state, "40001") == 0 ||
-	    strcmp(state, "40P01") == 0)) {
-		pc->retry = 1;
-		rc = PG_RETRY;
-	} else if (state != NULL && strcmp(state, "23505") == 0)
-		rc = IDEM_EEXIST;
+	rc = pg_state_err(pc, PQresultErrorField(r, PG_DIAG_SQLSTATE));
 	PQclear(r);
 	return rc;
 }
@@ -259,23 +299,47 @@ pg_run(struct pgconn *pc, const char *sql, struct pgargs *a)
 	return rc;
 }
 
-/* Opens a session with the settings every session of the store has. */
+/*
+ * Opens a session with the settings every session of the store has.
+ * The URI (dbname, expanded) comes last, so that what it sets overrides
+ * the defaults before it: a connect timeout, and TCP keepalives with a
+ * user timeout, which end a session whose server went silent (a peer
+ * black-holed) in about 11 s where TCP alone waits for many minutes.
+ * lim's statement and lock timeouts are set for the session (0: none).
+ */
 static PGconn *
-pg_connect(const char *conninfo, int read_only)
+pg_connect(const char *conninfo, int read_only, const struct pglimits *lim)
 {
-	PGconn *c = PQconnectdb(conninfo);
+	const char *keys[] = { "connect_timeout", "keepalives",
+	    "keepalives_idle", "keepalives_interval", "keepalives_count",
+	    "tcp_user_timeout", "dbname", NULL };
+	const char *vals[sizeof(keys) / sizeof(keys[0])];
+	char connect[16], set[256];
+	PGconn *c;
 	PGresult *r;
 
-	if (c == NULL)
+	snprintf(connect, sizeof(connect), "%u", lim->connect_s != 0 ?
+	    lim->connect_s : PG_CONNECT_TIMEOUT_S);
+	vals[0] = connect;
+	vals[1] = "1";
+	vals[2] = "5";
+	vals[3] = "2";
+	vals[4] = "3";
+	vals[5] = "10000";
+	vals[6] = conninfo;
+	vals[7] = NULL;
+	if ((c = PQconnectdbParams(keys, vals, 1)) == NULL)
 		return NULL;
 	if (PQstatus(c) != CONNECTION_OK) {
 		PQfinish(c);
 		return NULL;
 	}
-	r = PQexec(c, read_only ?
-	    "SET synchronous_commit TO on; SET client_min_messages TO warning;"
-	    "SET default_transaction_read_only TO on" :
-	    "SET synchronous_commit TO on; SET client_min_messages TO warning");
+	snprintf(set, sizeof(set), "SET synchronous_commit TO on; "
+	    "SET client_min_messages TO warning; "
+	    "SET statement_timeout TO %u; SET lock_timeout TO %u%s",
+	    lim->statement_ms, lim->lock_ms, read_only ?
+	    "; SET default_transaction_read_only TO on" : "");
+	r = PQexec(c, set);
 	if (r == NULL || PQresultStatus(r) != PGRES_COMMAND_OK) {
 		PQclear(r);
 		PQfinish(c);
@@ -283,6 +347,53 @@ pg_connect(const char *conninfo, int read_only)
 	}
 	PQclear(r);
 	return c;
+}
+
+/*
+ * Notices of the store's sessions: each goes to stderr, as libpq's own
+ * receiver does, and a WARNING with SQLSTATE 01000 (a WARNING's default,
+ * which syncrep.c's "canceling wait for synchronous replication due to
+ * user request" has) or 57P01 ("canceling the wait for synchronous
+ * replication and terminating connection") sets pc->warned.  Both say
+ * that the transaction committed locally and may not be on any
+ * standby.  The SQLSTATE decides, not the message, which the server's
+ * lc_messages may translate; nothing else of the store's raises either
+ * as a WARNING while it commits.
+ */
+static void
+pg_notice(void *arg, const PGresult *r)
+{
+	struct pgconn *pc = arg;
+	const char *sev = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+
+	if (sev == NULL)
+		sev = PQresultErrorField(r, PG_DIAG_SEVERITY);
+	fprintf(stderr, "idem: postgresql: %s", PQresultErrorMessage(r));
+	if (sev != NULL && strcmp(sev, "WARNING") == 0 && state != NULL &&
+	    (strcmp(state, "01000") == 0 || strcmp(state, "57P01") == 0))
+		pc->warned = 1;
+}
+
+/* Opens pc's session, which its notices reach pg_notice on. */
+static int
+pg_session_open(struct pgstore *s, struct pgconn *pc)
+{
+	pc->broken = 0;
+	pc->begin = 0;
+	if ((pc->c = pg_connect(s->conninfo, s->read_only, &s->lim)) == NULL)
+		return IDEM_EIO;
+	PQsetNoticeReceiver(pc->c, pg_notice, pc);
+	return IDEM_OK;
+}
+
+/* Closes pc's session, if it has one. */
+static void
+pg_session_close(struct pgconn *pc)
+{
+	if (pc->c != NULL)
+		PQfinish(pc->c);
+	pc->c = NULL;
 }
 
 /*
@@ -308,27 +419,47 @@ pg_alive(PGconn *c)
 	return PQstatus(c) == CONNECTION_OK;
 }
 
+/* A free session of the pool, or NULL (s->mu held). */
+static struct pgconn *
+pg_free(struct pgstore *s)
+{
+	size_t i;
+
+	for (i = 0; i < PG_POOL_MAX; i++)
+		if (!s->conns[i].busy)
+			return &s->conns[i];
+	return NULL;
+}
+
 int
 pg_acquire(struct pgstore *s, struct pgconn **out)
 {
-	struct pgconn *pc = NULL;
-	size_t i;
+	struct pgconn *pc;
+	struct timespec until;
+	uint64_t ns;
 
 	*out = NULL;
 	/* A connection opened by a parent process is never ours to use. */
 	if (getpid() != s->pid)
 		return IDEM_EIO;
+	/*
+	 * A thread waits for a session for the pool wait at most: past it
+	 * the server is slower than the requests coming (each session held
+	 * that long is a statement or a lock wait within its own bounds),
+	 * and a 503 with Retry-After serves the client better than a
+	 * queue that holds every thread of the process.
+	 */
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	ns = (uint64_t)until.tv_nsec + (uint64_t)s->lim.pool_wait_ms * 1000000;
+	until.tv_sec += (time_t)(ns / 1000000000);
+	until.tv_nsec = (long)(ns % 1000000000);
 	pthread_mutex_lock(&s->mu);
-	for (;;) {
-		for (i = 0; i < PG_POOL_MAX; i++)
-			if (!s->conns[i].busy) {
-				pc = &s->conns[i];
-				break;
-			}
-		if (pc != NULL)
-			break;
-		pthread_cond_wait(&s->cv, &s->mu);
-	}
+	while ((pc = pg_free(s)) == NULL)
+		if (pthread_cond_timedwait(&s->cv, &s->mu, &until) ==
+		    ETIMEDOUT && (pc = pg_free(s)) == NULL) {
+			pthread_mutex_unlock(&s->mu);
+			return IDEM_EBUSY;
+		}
 	pc->busy = 1;
 	pthread_mutex_unlock(&s->mu);
 	/*
@@ -336,14 +467,11 @@ pg_acquire(struct pgstore *s, struct pgconn **out)
 	 * reading what is pending finds without a round trip: start a new
 	 * session now rather than fail the call.
 	 */
-	if (pc->c != NULL && (pc->broken || !pg_alive(pc->c))) {
-		PQfinish(pc->c);
-		pc->c = NULL;
-	}
+	if (pc->c != NULL && (pc->broken || !pg_alive(pc->c)))
+		pg_session_close(pc);
 	pc->broken = 0;
 	pc->begin = 0;
-	if (pc->c == NULL &&
-	    (pc->c = pg_connect(s->conninfo, s->read_only)) == NULL) {
+	if (pc->c == NULL && pg_session_open(s, pc) != IDEM_OK) {
 		pg_release(s, pc);
 		return IDEM_EIO;
 	}
@@ -361,29 +489,253 @@ pg_release(struct pgstore *s, struct pgconn *pc)
 }
 
 /*
- * Ends a write transaction with what (COMMIT or ROLLBACK): nothing to
- * send when no statement took its BEGIN to the server.
+ * Ends a write transaction with ROLLBACK: nothing to send when no
+ * statement took its BEGIN to the server.
+ */
+static void
+pg_rollback(struct pgconn *pc)
+{
+	if (pc->begin) {
+		pc->begin = 0;
+		return;
+	}
+	(void)pg_run(pc, "ROLLBACK", NULL);
+}
+
+/*
+ * Waits until pc's session has its answer, or until the deadline (ms
+ * of CLOCK_MONOTONIC): 0 when the answer is there, -1 when the session
+ * failed, 1 at the deadline.
  */
 static int
-pg_end(struct pgconn *pc, const char *what)
+pg_answer_wait(struct pgconn *pc, uint64_t deadline)
 {
+	struct pollfd p;
+	struct timespec ts;
+	uint64_t now;
+	int n;
+
+	p.fd = PQsocket(pc->c);
+	p.events = POLLIN;
+	while (PQisBusy(pc->c)) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec /
+		    1000000;
+		if (now >= deadline)
+			return 1;
+		p.revents = 0;
+		n = poll(&p, 1, (int)(deadline - now));
+		if (n == -1 && errno != EINTR)
+			return -1;
+		if (n == 1 && !PQconsumeInput(pc->c))
+			return -1;
+	}
+	return 0;
+}
+
+/* Milliseconds of CLOCK_MONOTONIC from now. */
+static uint64_t
+pg_deadline(unsigned ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 +
+	    ms;
+}
+
+/*
+ * Sends COMMIT and reads its answer: IDEM_OK when the transaction is
+ * durable; PG_RETRY when it failed to serialize; PG_LOST when the answer
+ * did not come (the session broke: the transaction may have committed
+ * or not); IDEM_EIO when it did not commit, or committed only locally
+ * (a WARNING that the wait for synchronous replication was cancelled,
+ * pg_notice: a failover may lose it, so it is not a success).
+ *
+ * The statement timeout does not cover a COMMIT's wait for synchronous
+ * replication (the server ends it before it commits), so a stalled
+ * standby would hold the session for as long as it stalls: past the
+ * statement timeout the COMMIT is cancelled, which ends the wait with
+ * that WARNING, and the write fails.  A session whose server does not
+ * answer even the cancel within as long again is given up: PG_LOST.
+ */
+static int
+pg_commit(struct pgstore *s, struct pgconn *pc)
+{
+	unsigned ms = s->lim.statement_ms != 0 ? s->lim.statement_ms :
+	    PG_STATEMENT_TIMEOUT_MS;
+	PGresult *r, *last = NULL;
+	PGcancel *cancel;
+	char err[256];
+	int w, rc;
+
 	if (pc->begin) {
 		pc->begin = 0;
 		return IDEM_OK;
 	}
-	return pg_run(pc, what, NULL);
+	pc->warned = 0;
+	if (PQsendQueryParams(pc->c, "COMMIT", 0, NULL, NULL, NULL, NULL,
+	    1) != 1) {
+		pc->broken = 1;
+		return PG_LOST;
+	}
+	w = pg_answer_wait(pc, pg_deadline(ms));
+	if (w == 1) {
+		if ((cancel = PQgetCancel(pc->c)) != NULL) {
+			(void)PQcancel(cancel, err, sizeof(err));
+			PQfreeCancel(cancel);
+		}
+		w = pg_answer_wait(pc, pg_deadline(ms));
+	}
+	if (w != 0) {
+		pc->broken = 1;
+		return pc->warned ? IDEM_EIO : PG_LOST;
+	}
+	while ((r = PQgetResult(pc->c)) != NULL) {
+		PQclear(last);
+		last = r;
+	}
+	if (last == NULL || PQstatus(pc->c) != CONNECTION_OK)
+		pc->broken = 1;
+	if (last != NULL && PQresultStatus(last) == PGRES_COMMAND_OK)
+		rc = IDEM_OK;
+	else if (last != NULL)
+		rc = pg_state_err(pc, PQresultErrorField(last,
+		    PG_DIAG_SQLSTATE));
+	else
+		rc = IDEM_EIO;
+	PQclear(last);
+	/*
+	 * A committed write that was not replicated is no success, nor is
+	 * one that may have been: a warning decides before a lost answer.
+	 */
+	if (pc->warned) {
+		fprintf(stderr, "idem: a COMMIT's wait for synchronous "
+		    "replication was cancelled: the write fails\n");
+		return IDEM_EIO;
+	}
+	if (rc != IDEM_OK && rc != PG_RETRY && pc->broken)
+		return PG_LOST;
+	return rc == IDEM_OK || rc == PG_RETRY ? rc : IDEM_EIO;
+}
+
+#ifdef IDEM_FAULT_POINTS
+/*
+ * The fault points of a write's COMMIT on a session that is then lost:
+ * store_pg_commit_unsent closes the session before COMMIT is sent (the
+ * server rolls the transaction back); store_pg_commit_lost sends it,
+ * waits up to 10 s for the answer to arrive and closes the session
+ * without reading it (the server has committed).  PG_LOST when one of
+ * them fired, else 0.
+ */
+static int
+pg_commit_fault(struct pgconn *pc)
+{
+	struct pollfd p;
+
+	if (fault_point("store_pg_commit_unsent")) {
+		PQfinish(pc->c);
+	} else if (fault_point("store_pg_commit_lost")) {
+		if (PQsendQuery(pc->c, "COMMIT") == 1 && PQflush(pc->c) == 0) {
+			p.fd = PQsocket(pc->c);
+			p.events = POLLIN;
+			(void)poll(&p, 1, 10000);
+		}
+		PQfinish(pc->c);
+	} else
+		return 0;
+	pc->c = NULL;
+	pc->broken = 1;
+	return PG_LOST;
+}
+#else
+#define pg_commit_fault(pc) 0
+#endif
+
+int
+pg_note_put(struct pgconn *pc, const char *scope, const char *key,
+    const void *rec, size_t len)
+{
+	pc->noted = PG_NOTED_NONE;
+	buf_reset(&pc->note_rec);
+	if (buf_append(&pc->note_rec, rec, len) != IDEM_OK)
+		return IDEM_ENOMEM;
+	pc->noted = PG_NOTED_PUT;
+	pc->note_scope = scope;
+	pc->note_key = key;
+	return IDEM_OK;
+}
+
+void
+pg_note_del(struct pgconn *pc, const char *scope, const char *key)
+{
+	pc->noted = PG_NOTED_DEL;
+	pc->note_scope = scope;
+	pc->note_key = key;
+}
+
+/*
+ * The outcome of a write whose COMMIT's answer was lost, read on a new
+ * session in pc's place (the old one is gone): IDEM_OK when it
+ * committed, else IDEM_EIO, also when that cannot be told.  See
+ * pg_write_verified.  The read-back adds 0 to a row of its own (table
+ * '', never an application table's name, in idem_counts) so that its
+ * COMMIT writes and waits for the synchronous standbys as a write's
+ * does: what it read is durable once that COMMIT is (the write it read
+ * committed before it, earlier in the log).
+ */
+static int
+pg_read_back(struct pgstore *s, struct pgconn *pc)
+{
+	struct pgargs a = { 0 };
+	PGresult *res;
+	int rc, found, same;
+
+	pg_session_close(pc);
+	if (pg_session_open(s, pc) != IDEM_OK)
+		return IDEM_EIO;
+	pg_arg_u64(&a, (uint64_t)PQbackendPID(pc->c) % PG_COUNT_SLOTS);
+	pc->begin = 1;
+	if (pg_run(pc, "INSERT INTO idem_counts AS c (tbl, slot, n) "
+	    "VALUES ('', $1, 0) ON CONFLICT (tbl, slot) DO UPDATE SET "
+	    "n = c.n", &a) != IDEM_OK)
+		goto fail;
+	rc = IDEM_OK;
+	if (pc->noted != PG_NOTED_NONE) {
+		memset(&a, 0, sizeof(a));
+		pg_arg_bytes(&a, pc->note_scope, strlen(pc->note_scope));
+		pg_arg_bytes(&a, pc->note_key, strlen(pc->note_key));
+		if (pg_exec(pc, "SELECT rec FROM idem_keys WHERE scope = $1 "
+		    "AND key = $2", &a, &res) != IDEM_OK)
+			goto fail;
+		found = PQntuples(res) == 1;
+		same = found && (size_t)PQgetlength(res, 0, 0) ==
+		    pc->note_rec.len && memcmp(PQgetvalue(res, 0, 0),
+		    pc->note_rec.data, pc->note_rec.len) == 0;
+		PQclear(res);
+		if (pc->noted == PG_NOTED_PUT ? !same : found)
+			rc = IDEM_EIO;
+	}
+	if (rc != IDEM_OK)
+		goto fail;
+	return pg_commit(s, pc) == IDEM_OK ? IDEM_OK : IDEM_EIO;
+fail:
+	pg_rollback(pc);
+	return IDEM_EIO;
 }
 
 /*
  * Runs fn in a write transaction of its own and commits it, again from
- * the start when it failed to serialize.  The store's time counters see
- * each COMMIT (it returns once PostgreSQL has flushed it) and the write's
- * whole wait, a connection from the pool included; syncs, commits and
- * writes are LMDB's group commit's to count (PostgreSQL flushes on its
- * own, and a transaction here may have written nothing).
+ * the start when it failed to serialize; verify: read the record back
+ * when COMMIT's answer is lost (pg_write_verified).  The store's time
+ * counters see each COMMIT (it returns once PostgreSQL has flushed it)
+ * and the write's whole wait, a connection from the pool included;
+ * syncs, commits and writes are LMDB's group commit's to count
+ * (PostgreSQL flushes on its own, and a transaction here may have
+ * written nothing).
  */
-int
-pg_write(struct pgstore *s, pg_tx_fn fn, void *arg)
+static int
+pg_write_run(struct pgstore *s, pg_tx_fn fn, void *arg, int verify)
 {
 	struct pgconn *pc;
 	uint64_t t0 = metrics_now_us(), c0;
@@ -401,12 +753,13 @@ pg_write(struct pgstore *s, pg_tx_fn fn, void *arg)
 		 */
 		pc->retry = 0;
 		pc->begin = 1;
+		pc->noted = PG_NOTED_NONE;
 		/*
 		 * As the LMDB backend's writer does when it gets the lock:
 		 * a failure there fails the write before it runs.
 		 */
 		if (fault_point("store_wait")) {
-			(void)pg_end(pc, "ROLLBACK");
+			pg_rollback(pc);
 			rc = IDEM_EFULL;
 			break;
 		}
@@ -415,7 +768,7 @@ pg_write(struct pgstore *s, pg_tx_fn fn, void *arg)
 		if (rc != IDEM_OK && pc->retry)
 			rc = PG_RETRY;
 		if (rc == PG_RETRY || (rc != IDEM_OK && !commit)) {
-			(void)pg_end(pc, "ROLLBACK");
+			pg_rollback(pc);
 			if (rc == PG_RETRY)
 				continue;
 			break;
@@ -426,22 +779,42 @@ pg_write(struct pgstore *s, pg_tx_fn fn, void *arg)
 		 */
 		c0 = metrics_now_us();
 		if (fault_point("batch_commit")) {
-			(void)pg_end(pc, "ROLLBACK");
+			pg_rollback(pc);
 			crc = IDEM_EIO;
-		} else
-			crc = pg_end(pc, "COMMIT");
+		} else if (pc->begin || (crc = pg_commit_fault(pc)) == 0)
+			crc = pg_commit(s, pc);
 		metrics_add(METRIC_STORE_COMMIT_US, metrics_now_us() - c0);
 		if (crc == PG_RETRY)
 			continue;
+		/*
+		 * Only a write that returned IDEM_OK is worth reading back:
+		 * any other result was a refusal or a failure already.
+		 */
+		if (crc == PG_LOST)
+			crc = verify && rc == IDEM_OK ? pg_read_back(s, pc) :
+			    IDEM_EIO;
 		if (crc != IDEM_OK)
 			rc = IDEM_EIO;
 		break;
 	}
 	if (rc == PG_RETRY)
 		rc = IDEM_EIO;
+	pc->noted = PG_NOTED_NONE;
 	pg_release(s, pc);
 	metrics_add(METRIC_STORE_WAIT_US, metrics_now_us() - t0);
 	return rc;
+}
+
+int
+pg_write(struct pgstore *s, pg_tx_fn fn, void *arg)
+{
+	return pg_write_run(s, fn, arg, 0);
+}
+
+int
+pg_write_verified(struct pgstore *s, pg_tx_fn fn, void *arg)
+{
+	return pg_write_run(s, fn, arg, 1);
 }
 
 int
@@ -505,7 +878,7 @@ store_pg_migrate(const char *conninfo, int *from, int *to, char *err,
 	int i, rc = -1;
 
 	*from = *to = 0;
-	if ((c = pg_connect(conninfo, 0)) == NULL) {
+	if ((c = pg_connect(conninfo, 0, &pg_tool_limits)) == NULL) {
 		snprintf(err, errlen, "cannot connect");
 		return -1;
 	}
@@ -550,7 +923,7 @@ store_pg_wipe(const char *conninfo)
 	PGconn *c;
 	int rc;
 
-	if ((c = pg_connect(conninfo, 0)) == NULL)
+	if ((c = pg_connect(conninfo, 0, &pg_tool_limits)) == NULL)
 		return IDEM_EIO;
 	rc = pg_exec_plain(c, "TRUNCATE idem_keys, idem_rows, idem_quota, "
 	    "idem_counts, idem_gens", err, sizeof(err)) == 0 ? IDEM_OK : IDEM_EIO;
@@ -565,6 +938,7 @@ pg_open(const struct store_config *cfg, struct store **out)
 {
 	struct pgstore *s;
 	struct pgconn *pc;
+	pthread_condattr_t ca;
 	long v;
 	size_t i;
 	int rc;
@@ -586,8 +960,20 @@ pg_open(const struct store_config *cfg, struct store **out)
 		snprintf(s->tables[i], sizeof(s->tables[i]), "%s",
 		    cfg->tables[i]);
 	s->ntables = i;
+	s->lim.connect_s = cfg->pg_connect_timeout_s != 0 ?
+	    cfg->pg_connect_timeout_s : PG_CONNECT_TIMEOUT_S;
+	s->lim.statement_ms = cfg->pg_statement_timeout_ms != 0 ?
+	    cfg->pg_statement_timeout_ms : PG_STATEMENT_TIMEOUT_MS;
+	s->lim.lock_ms = cfg->pg_lock_timeout_ms != 0 ?
+	    cfg->pg_lock_timeout_ms : PG_LOCK_TIMEOUT_MS;
+	s->lim.pool_wait_ms = cfg->pg_pool_wait_ms != 0 ?
+	    cfg->pg_pool_wait_ms : PG_POOL_WAIT_MS;
+	/* The pool's wait is bounded by a clock no one can set back. */
 	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	/* The first connection checks the schema, and stays in the pool. */
 	if ((rc = pg_acquire(s, &pc)) != IDEM_OK) {
 		fprintf(stderr, "idem: cannot connect to the PostgreSQL "
@@ -630,6 +1016,8 @@ pg_close(struct store *base)
 		for (i = 0; i < PG_POOL_MAX; i++)
 			if (s->conns[i].c != NULL)
 				PQfinish(s->conns[i].c);
+	for (i = 0; i < PG_POOL_MAX; i++)
+		buf_free(&s->conns[i].note_rec);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 	free(s->conninfo);

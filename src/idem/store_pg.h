@@ -45,6 +45,7 @@
 
 #include <libpq-fe.h>
 
+#include "buf.h"
 #include "record.h"
 #include "store.h"
 
@@ -66,6 +67,35 @@
 #define PG_STR(x) PG_STR_(x)
 /* An internal result: roll back and run the transaction again. */
 #define PG_RETRY (-2)
+/* An internal result: COMMIT was sent and its answer lost with the session. */
+#define PG_LOST (-3)
+
+/*
+ * The defaults of the waits every session has (store_config.pg_*: 0
+ * takes these): seconds to open a session, milliseconds a statement
+ * may run (and a COMMIT may take to answer), milliseconds a statement
+ * may wait for a lock, and milliseconds a call may wait for a session
+ * of the pool.  Each bounds one wait of a write well inside a claim's
+ * 30 s lease, so that a stalled server answers 503 and not never.
+ */
+#define PG_CONNECT_TIMEOUT_S 5
+#define PG_STATEMENT_TIMEOUT_MS 5000
+#define PG_LOCK_TIMEOUT_MS 2000
+#define PG_POOL_WAIT_MS 2000
+
+struct pglimits {
+	unsigned connect_s;
+	unsigned statement_ms;    /* 0: none (idemctl migrate) */
+	unsigned lock_ms;         /* 0: none (idemctl migrate) */
+	unsigned pool_wait_ms;
+};
+
+/* What a write transaction did to its record (pg_note_put, pg_note_del). */
+enum pg_noted {
+	PG_NOTED_NONE,
+	PG_NOTED_PUT,     /* wrote note_rec as the record */
+	PG_NOTED_DEL      /* deleted the record */
+};
 
 struct pgconn {
 	PGconn *c;
@@ -73,6 +103,19 @@ struct pgconn {
 	int retry;        /* this transaction failed to serialize */
 	int begin;        /* BEGIN goes with the next statement */
 	int broken;       /* left in a state no statement can use */
+	/*
+	 * Set by the notice receiver when a WARNING came that a COMMIT
+	 * reads as its wait for synchronous replication cancelled.
+	 */
+	int warned;
+	/*
+	 * The record the transaction wrote last, for reading it back when
+	 * its COMMIT's answer is lost: scope and key are borrowed from the
+	 * write's arguments, note_rec its encoding.
+	 */
+	enum pg_noted noted;
+	const char *note_scope, *note_key;
+	struct buf note_rec;
 };
 
 struct pgstore {
@@ -83,8 +126,9 @@ struct pgstore {
 	pid_t pid;
 	char tables[IDEM_MAX_TABLES][STORE_TABLE_NAME_MAX + 1];
 	size_t ntables;
+	struct pglimits lim;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_cond_t cv;            /* on CLOCK_MONOTONIC */
 	struct pgconn conns[PG_POOL_MAX];
 };
 
@@ -110,18 +154,44 @@ void pg_arg_str(struct pgargs *a, const char *str);
 /*
  * Runs sql with a's parameters (a may be NULL), binary results.  *res
  * (PQclear) on IDEM_OK; PG_RETRY for a serialization failure or a
- * deadlock, IDEM_EEXIST for a unique violation, IDEM_EIO otherwise.
+ * deadlock, IDEM_EEXIST for a unique violation, IDEM_EBUSY for a lock
+ * or statement timeout, IDEM_EIO otherwise (the session marked broken
+ * when it was lost).
  */
 int pg_exec(struct pgconn *pc, const char *sql, struct pgargs *a,
     PGresult **res);
 /* pg_exec without a result. */
 int pg_run(struct pgconn *pc, const char *sql, struct pgargs *a);
 uint64_t pg_get_u64(const PGresult *r, int row, int col);
-/* One statement outside an explicit transaction (reads). */
+/*
+ * A session of the pool for one statement or one transaction, waiting
+ * at most the pool wait for one to be free: IDEM_EBUSY when none was,
+ * IDEM_EIO when none could be opened.
+ */
 int pg_acquire(struct pgstore *s, struct pgconn **pc);
 void pg_release(struct pgstore *s, struct pgconn *pc);
-/* One transaction, retried when it fails to serialize. */
+/*
+ * One transaction, retried when it fails to serialize.  A COMMIT that
+ * warned that its wait for synchronous replication was cancelled fails
+ * it with IDEM_EIO, as does a COMMIT whose answer was lost.
+ */
 int pg_write(struct pgstore *s, pg_tx_fn fn, void *arg);
+/*
+ * pg_write for a write whose outcome its record tells (a claim, the
+ * writes to an owned claim): when COMMIT's answer is lost, the record
+ * is read once on a new session.  It committed, and the write returns
+ * what fn did, when the record is what the transaction noted it wrote
+ * (pg_note_put: byte for byte, the claim's random token and times
+ * included), or is gone after a noted delete, or, when nothing was
+ * noted, always (fn decided on what was committed); else IDEM_EIO.  The
+ * read-back itself writes and commits, so that it counts only once the
+ * synchronous standbys have everything before it.
+ */
+int pg_write_verified(struct pgstore *s, pg_tx_fn fn, void *arg);
+/* What the transaction on pc wrote as (scope, key)'s record. */
+int pg_note_put(struct pgconn *pc, const char *scope, const char *key,
+    const void *rec, size_t len);
+void pg_note_del(struct pgconn *pc, const char *scope, const char *key);
 int pg_table_ok(const struct pgstore *s, const char *name);
 
 /* store_pg_ops.c */

@@ -122,6 +122,9 @@ pg_rec_put(struct pgconn *pc, const char *scope, const char *key,
 			rc = insert ? IDEM_EEXIST : IDEM_ENOTFOUND;
 		PQclear(res);
 	}
+	/* What a lost COMMIT's answer is read back against. */
+	if (rc == IDEM_OK)
+		rc = pg_note_put(pc, scope, key, b.data, b.len);
 out:
 	buf_free(&b);
 	return rc;
@@ -574,7 +577,8 @@ pg_claim(struct store *base, const char *scope, const char *key,
 	if (first != NULL && (first->cplen > REC_MAX_CHECKPOINT ||
 	    (first->cplen > 0 && first->cp == NULL)))
 		return IDEM_EINVAL;
-	if ((rc = pg_write(pgstore_of(base), pg_claim_run, &a)) == IDEM_OK)
+	if ((rc = pg_write_verified(pgstore_of(base), pg_claim_run, &a)) ==
+	    IDEM_OK)
 		return IDEM_OK;
 	retry_after = out->retry_after;
 	rec_free(&out->rec);
@@ -637,7 +641,7 @@ pg_own_write(struct store *base, const char *scope, const char *key,
 	a->scope = scope;
 	a->key = key;
 	a->token = token;
-	return pg_write(pgstore_of(base), pg_own_run, a);
+	return pg_write_verified(pgstore_of(base), pg_own_run, a);
 }
 
 static int
@@ -747,6 +751,7 @@ pg_release_op(struct pgstore *s, struct pgconn *pc, struct pg_own_job *a,
 	    "key = $2", &args)) != IDEM_OK ||
 	    (rc = pg_quota_add(pc, a->scope, -1, PG_GATE_NONE)) != IDEM_OK)
 		return rc;
+	pg_note_del(pc, a->scope, a->key);
 	if (a->hook != NULL)
 		rc = pg_run_hook(s, pc, a->hook, a->hook_ctx, NULL);
 	return rc;

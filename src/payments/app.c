@@ -139,6 +139,10 @@ app_open_locked(struct app *a)
 		.max_keys_per_scope = a->cfg.keys_per_account,
 		.commit_delay_us = a->cfg.commit_delay_us,
 		.tables = pay_tables,
+		.pg_connect_timeout_s = a->cfg.pg_connect_timeout_s,
+		.pg_statement_timeout_ms = a->cfg.pg_statement_timeout_ms,
+		.pg_lock_timeout_ms = a->cfg.pg_lock_timeout_ms,
+		.pg_pool_wait_ms = a->cfg.pg_pool_wait_ms,
 		.clock = a->inj.clock,
 		.clock_ctx = a->inj.clock_ctx,
 		.secret_file = a->cfg.secret_file[0] != '\0' ?

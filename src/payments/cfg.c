@@ -136,6 +136,33 @@ config_log(struct config *cfg, char *err, size_t errlen)
 	return -1;
 }
 
+/*
+ * The PostgreSQL store's bounds on its waits.  Each ends a wait that a
+ * stalled server, standby or network would make endless with a 503 and
+ * Retry-After; all of them together stay well inside a claim's lease.
+ */
+static int
+config_pg(struct config *cfg, char *err, size_t errlen)
+{
+	uint64_t connect = 5, statement = 5000, lock = 2000, pool = 2000;
+
+	/* libpq takes whole seconds, and reads 1 as 2. */
+	if (config_u64("IDEM_PG_CONNECT_TIMEOUT", 0, 2, 600, &connect, err,
+	    errlen) != 0 ||
+	    config_u64("IDEM_PG_STATEMENT_TIMEOUT_MS", 0, 10, 600000,
+	    &statement, err, errlen) != 0 ||
+	    config_u64("IDEM_PG_LOCK_TIMEOUT_MS", 0, 10, 600000, &lock, err,
+	    errlen) != 0 ||
+	    config_u64("IDEM_PG_POOL_WAIT_MS", 0, 1, 600000, &pool, err,
+	    errlen) != 0)
+		return -1;
+	cfg->pg_connect_timeout_s = (unsigned)connect;
+	cfg->pg_statement_timeout_ms = (unsigned)statement;
+	cfg->pg_lock_timeout_ms = (unsigned)lock;
+	cfg->pg_pool_wait_ms = (unsigned)pool;
+	return 0;
+}
+
 static const char config_provider_help[] = "set IDEM_PROVIDER_URL="
     "http://HOST:PORT for the provider service (idem-provider), or "
     "IDEM_PROVIDER=simulated for the in-process simulator (tests and "
@@ -234,7 +261,8 @@ config_load(struct config *cfg, char *err, size_t errlen)
 	    config_string("IDEM_PROBLEM_BASE", "/problems/",
 	    cfg->problem_base, sizeof(cfg->problem_base), err, errlen) != 0 ||
 	    config_auth(cfg, err, errlen) != 0 ||
-	    config_log(cfg, err, errlen) != 0)
+	    config_log(cfg, err, errlen) != 0 ||
+	    config_pg(cfg, err, errlen) != 0)
 		return -1;
 	if (cfg->store[0] != '\0' && !store_pg_uri(cfg->store)) {
 		snprintf(err, errlen, "IDEM_STORE must be a postgresql:// URI");

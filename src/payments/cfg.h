@@ -32,6 +32,13 @@
  *   IDEM_AUTH                 bearer | remote-user     bearer
  *   IDEM_METRICS_ACCOUNT      who may read /metrics    metrics
  *   IDEM_LOG                  text | json              text
+ *   IDEM_PG_CONNECT_TIMEOUT   PostgreSQL: opening a    5 (unless the URI
+ *                             session, seconds         sets connect_timeout)
+ *   IDEM_PG_STATEMENT_TIMEOUT_MS  a statement, and a   5000
+ *                             COMMIT's answer
+ *   IDEM_PG_LOCK_TIMEOUT_MS   a lock wait              2000
+ *   IDEM_PG_POOL_WAIT_MS      a wait for a session     2000
+ *                             of the worker's pool
  *
  * The payment provider has no default.  IDEM_PROVIDER_URL names the
  * provider service (IDEM_PROVIDER may then say "service" or nothing);
@@ -100,6 +107,11 @@ struct config {
 	enum auth_mode auth_mode;
 	char metrics_account[AUTH_PRINCIPAL_MAX + 1];
 	enum config_log log_format;
+	/* The PostgreSQL store's waits (idem_options.pg_*). */
+	unsigned pg_connect_timeout_s;
+	unsigned pg_statement_timeout_ms;
+	unsigned pg_lock_timeout_ms;
+	unsigned pg_pool_wait_ms;
 };
 
 /*

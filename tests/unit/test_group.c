@@ -83,7 +83,8 @@ suite_init(void)
 static void
 up(void)
 {
-	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL };
+	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL,
+	    0, 0, 0, 0 };
 
 	harness_mkdtemp(dir, sizeof(dir));
 	cfg.dir = harness_store(dir, 1);

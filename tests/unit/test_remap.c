@@ -63,7 +63,8 @@ walk_val(int i, uint8_t *val)
 static void
 remap_up(void)
 {
-	struct store_config cfg = { NULL, PARENT_MAP, 0, 0, 0, tables, NULL };
+	struct store_config cfg = { NULL, PARENT_MAP, 0, 0, 0, tables, NULL,
+	    0, 0, 0, 0 };
 	uint8_t val[WALK_VAL];
 	char key[32];
 	int i, rc = IDEM_OK;
@@ -226,7 +227,8 @@ late_run(void *arg)
 static void
 grow_child(void)
 {
-	struct store_config cfg = { NULL, CHILD_MAP, 0, 0, 0, tables, NULL };
+	struct store_config cfg = { NULL, CHILD_MAP, 0, 0, 0, tables, NULL,
+	    0, 0, 0, 0 };
 	struct store *s;
 	static uint8_t val[BIG_VAL];
 	char key[32];

@@ -113,7 +113,8 @@ suite_init(void)
 static void
 store_up(void)
 {
-	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL };
+	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL,
+	    0, 0, 0, 0 };
 
 	harness_mkdtemp(dir, sizeof(dir));
 	cfg.dir = where = harness_store(dir, 1);
@@ -1091,7 +1092,8 @@ test_purge_not_blocked_by_pending(void)
 static struct store *
 open_limited(char *d, size_t dlen, uint64_t max)
 {
-	struct store_config cfg = { NULL, 0, 0, max, 0, tables, NULL };
+	struct store_config cfg = { NULL, 0, 0, max, 0, tables, NULL,
+	    0, 0, 0, 0 };
 	struct store *s = NULL;
 
 	harness_mkdtemp(d, dlen);
@@ -1166,7 +1168,8 @@ test_scope_limit(void)
 static void
 test_full_store_keeps_room_to_complete(void)
 {
-	struct store_config cfg = { NULL, SMALL_MAP, 0, 0, 0, tables, NULL };
+	struct store_config cfg = { NULL, SMALL_MAP, 0, 0, 0, tables, NULL,
+	    0, 0, 0, 0 };
 	struct test_put put = { "payments", "pay_1", 5, "row", 3 };
 	struct rec_response resp;
 	uint8_t t[REC_TOKEN_SIZE];
@@ -1203,7 +1206,8 @@ test_full_store_keeps_room_to_complete(void)
 static void
 test_map_full(void)
 {
-	struct store_config cfg = { NULL, SMALL_MAP, 0, 0, 0, tables, NULL };
+	struct store_config cfg = { NULL, SMALL_MAP, 0, 0, 0, tables, NULL,
+	    0, 0, 0, 0 };
 	struct rec_response resp;
 	struct test_put put = { "payments", "pay", 3, NULL, 0 };
 	struct store *s;
@@ -1281,7 +1285,8 @@ test_map_full(void)
 static void
 test_reopen_persists(void)
 {
-	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL };
+	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL,
+	    0, 0, 0, 0 };
 	struct rec r;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
@@ -1305,7 +1310,8 @@ test_reopen_persists(void)
 static void
 test_two_handles(void)
 {
-	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL };
+	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL,
+	    0, 0, 0, 0 };
 	struct store *s2;
 	struct rec r;
 
@@ -1333,7 +1339,8 @@ test_two_handles(void)
 static void
 test_read_only(void)
 {
-	struct store_config cfg = { NULL, 0, 1, 0, 0, tables, NULL };
+	struct store_config cfg = { NULL, 0, 1, 0, 0, tables, NULL,
+	    0, 0, 0, 0 };
 	struct store *ro;
 	struct rec r;
 	char missing[600];
@@ -1390,7 +1397,8 @@ static void
 test_pg_migrate(void)
 {
 	const char *bare = getenv("IDEM_TEST_PG_BARE");
-	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL };
+	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL,
+	    0, 0, 0, 0 };
 	struct store *s;
 	char err[256];
 	int from, to;
@@ -1413,7 +1421,8 @@ test_pg_migrate(void)
 static void
 test_open_creates_dir(void)
 {
-	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL };
+	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL,
+	    0, 0, 0, 0 };
 	struct store *s;
 	struct stat sb;
 	char nested[600];

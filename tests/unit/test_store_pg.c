@@ -58,7 +58,8 @@ suite_init(void)
 static struct store *
 open_store(uint64_t max_keys, int fresh)
 {
-	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL };
+	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL,
+	    0, 0, 0, 0 };
 	struct store *s = NULL;
 
 	cfg.dir = harness_store(NULL, fresh);
@@ -613,6 +614,243 @@ test_quota_no_queue(void)
 	}
 }
 
+/* The record of (scope, key) as the store reads it: its state, or -rc. */
+static int
+rec_state(struct store *s, const char *scope, const char *key, struct rec *r)
+{
+	int rc;
+
+	if ((rc = store_lookup(s, scope, key, r)) != IDEM_OK)
+		return -rc;
+	return (int)r->state;
+}
+
+/*
+ * A COMMIT that answers success with a warning that its wait for
+ * synchronous replication was cancelled (by a query cancel: SQLSTATE
+ * 01000, the default of a WARNING, as syncrep.c raises it; by a
+ * termination: 57P01) committed only locally, and may be lost to a
+ * failover: the write fails (IDEM_EIO), a claim as a completion.  A
+ * deferred constraint trigger makes the server send that warning while
+ * it commits, without a standby.
+ */
+static void
+test_syncrep_cancelled(void)
+{
+	static const char *const codes[][2] = {
+		{ "01000", "canceling wait for synchronous replication due "
+		    "to user request" },
+		{ "57P01", "canceling the wait for synchronous replication "
+		    "and terminating connection due to administrator "
+		    "command" },
+	};
+	struct store *s = open_store(0, 1);
+	struct rec_response resp;
+	struct rec r;
+	uint8_t t[REC_TOKEN_SIZE];
+	char q[1024], key[32];
+	size_t i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	memset(&resp, 0, sizeof(resp));
+	resp.status = 201;
+	memset(t, 1, sizeof(t));
+	HARNESS_EQ(sql("CREATE OR REPLACE FUNCTION idem_test_syncrep() "
+	    "RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+	    "RAISE WARNING USING MESSAGE = TG_ARGV[1], DETAIL = 'The "
+	    "transaction has already committed locally, but might not have "
+	    "been replicated to the standby.', ERRCODE = TG_ARGV[0]; "
+	    "RETURN NULL; END $$"), 0);
+	for (i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+		snprintf(q, sizeof(q), "CREATE CONSTRAINT TRIGGER "
+		    "idem_test_syncrep AFTER INSERT OR UPDATE OR DELETE ON "
+		    "idem_keys DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+		    "EXECUTE FUNCTION idem_test_syncrep('%s', '%s')",
+		    codes[i][0], codes[i][1]);
+		HARNESS_EQ(sql(q), 0);
+		snprintf(key, sizeof(key), "claim-%s", codes[i][0]);
+		HARNESS_EQ(claim(s, "acct", key, 1, T0), -IDEM_EIO);
+		HARNESS_EQ(sql("DROP TRIGGER idem_test_syncrep ON idem_keys"),
+		    0);
+		snprintf(key, sizeof(key), "done-%s", codes[i][0]);
+		HARNESS_EQ(claim(s, "acct", key, 1, T0), ENGINE_CLAIM);
+		HARNESS_EQ(sql(q), 0);
+		HARNESS_EQ(store_complete(s, "acct", key, t, &resp, NULL, NULL,
+		    T0, TTL), IDEM_EIO);
+		HARNESS_EQ(sql("DROP TRIGGER idem_test_syncrep ON idem_keys"),
+		    0);
+		/* Without the warning the same writes go through. */
+		snprintf(key, sizeof(key), "plain-%s", codes[i][0]);
+		HARNESS_EQ(claim(s, "acct", key, 1, T0), ENGINE_CLAIM);
+		HARNESS_EQ(store_complete(s, "acct", key, t, &resp, NULL, NULL,
+		    T0, TTL), IDEM_OK);
+		HARNESS_EQ(rec_state(s, "acct", key, &r), REC_COMPLETED);
+		rec_free(&r);
+	}
+	HARNESS_EQ(sql("DROP FUNCTION idem_test_syncrep()"), 0);
+	store_close(s);
+}
+
+/*
+ * A COMMIT that does not answer within the statement timeout (which the
+ * server does not apply to a COMMIT's wait for synchronous replication)
+ * is cancelled, and the write fails, having written nothing: here a
+ * deferred trigger sleeps for 60 s as the transaction commits, and the
+ * store's statement timeout is 200 ms.
+ */
+static void
+test_commit_deadline(void)
+{
+	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL,
+	    0, 200, 0, 0 };
+	struct store *s = NULL;
+	int d;
+
+	cfg.dir = harness_store(NULL, 1);
+	HARNESS_EQ(store_open(&cfg, &s), IDEM_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	HARNESS_EQ(sql("CREATE OR REPLACE FUNCTION idem_test_stall() "
+	    "RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+	    "PERFORM pg_sleep(60); RETURN NULL; END $$; "
+	    "CREATE CONSTRAINT TRIGGER idem_test_stall AFTER INSERT ON "
+	    "idem_keys DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE "
+	    "FUNCTION idem_test_stall()"), 0);
+	d = claim(s, "acct", "k", 1, T0);
+	CU_ASSERT(d == -IDEM_EBUSY || d == -IDEM_EIO);
+	HARNESS_EQ(sql("DROP TRIGGER idem_test_stall ON idem_keys; "
+	    "DROP FUNCTION idem_test_stall()"), 0);
+	HARNESS_EQ(sql("SELECT count(*) FROM idem_keys"), 0);
+	HARNESS_EQ(claim(s, "acct", "k", 1, T0), ENGINE_CLAIM);
+	store_close(s);
+}
+
+/* A claim on a thread of its own, whose end the test can wait for. */
+struct timed_claim {
+	pthread_t tid;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct store *s;
+	const char *key;
+	int d, done;
+};
+
+static void *
+timed_claim_main(void *arg)
+{
+	struct timed_claim *w = arg;
+	int d = claim(w->s, "acct", w->key, 2, T0);
+
+	pthread_mutex_lock(&w->mu);
+	w->d = d;
+	w->done = 1;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* Whether w's claim ended within secs seconds. */
+static int
+timed_claim_wait(struct timed_claim *w, int secs)
+{
+	struct timespec ts;
+	int done;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += secs;
+	pthread_mutex_lock(&w->mu);
+	while (!w->done)
+		if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) != 0)
+			break;
+	done = w->done;
+	pthread_mutex_unlock(&w->mu);
+	return done;
+}
+
+/*
+ * A claim that waits for a row lock another session holds gives up
+ * after the lock timeout with IDEM_EBUSY (503 with Retry-After) instead
+ * of waiting for as long as the other holds it: here a session of the
+ * test's own holds the record's row (SELECT ... FOR UPDATE) and lets it
+ * go only after the claim has answered, or after 60 s.
+ */
+static void
+test_lock_timeout(void)
+{
+	struct store *s = open_store(0, 1);
+	struct timed_claim w;
+	PGconn *c;
+	PGresult *r;
+	int ended;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	HARNESS_EQ(claim(s, "acct", "k", 1, T0), ENGINE_CLAIM);
+	c = PQconnectdb(getenv("IDEM_TEST_PG"));
+	CU_ASSERT_FATAL(PQstatus(c) == CONNECTION_OK);
+	r = PQexec(c, "BEGIN; SELECT 1 FROM idem_keys WHERE key = 'k' "
+	    "FOR UPDATE");
+	HARNESS_EQ(PQresultStatus(r), PGRES_TUPLES_OK);
+	PQclear(r);
+	memset(&w, 0, sizeof(w));
+	w.s = s;
+	w.key = "k";
+	pthread_mutex_init(&w.mu, NULL);
+	pthread_cond_init(&w.cv, NULL);
+	CU_ASSERT_FATAL(pthread_create(&w.tid, NULL, timed_claim_main, &w) ==
+	    0);
+	ended = timed_claim_wait(&w, 60);
+	r = PQexec(c, "ROLLBACK");
+	PQclear(r);
+	PQfinish(c);
+	pthread_join(w.tid, NULL);
+	HARNESS_EQ(ended, 1);
+	HARNESS_EQ(w.d, -IDEM_EBUSY);
+	/* The lock gone, the same claim is answered (another's claim). */
+	HARNESS_EQ(claim(s, "acct", "k", 2, T0), ENGINE_CONFLICT);
+	pthread_cond_destroy(&w.cv);
+	pthread_mutex_destroy(&w.mu);
+	store_close(s);
+}
+
+/*
+ * A call that finds every session of the pool taken waits for one for
+ * the pool wait, then fails with IDEM_EBUSY instead of waiting for as
+ * long as they are held: here PG_POOL_MAX claims hold theirs in their
+ * hooks until the test lets them go (or 30 s have passed).
+ */
+static void
+test_pool_wait(void)
+{
+	struct store *s = open_store(0, 1);
+	struct held_claim w[PG_POOL_MAX];
+	struct timespec ts;
+	struct hold h;
+	char keys[PG_POOL_MAX][16];
+	int i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	hold_init(&h, 0);
+	for (i = 0; i < PG_POOL_MAX; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "held%d", i);
+		held_claim_start(&w[i], s, "acct", keys[i], &h);
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 30;
+	pthread_mutex_lock(&h.mu);
+	while (h.in < PG_POOL_MAX)
+		if (pthread_cond_timedwait(&h.cv, &h.mu, &ts) != 0)
+			break;
+	HARNESS_EQ(h.in, PG_POOL_MAX);
+	pthread_mutex_unlock(&h.mu);
+	HARNESS_EQ(claim(s, "acct", "extra", 1, T0), -IDEM_EBUSY);
+	hold_release(&h);
+	for (i = 0; i < PG_POOL_MAX; i++)
+		held_claim_join(&w[i]);
+	HARNESS_EQ(h.alone, 0);
+	HARNESS_EQ(claim(s, "acct", "extra", 1, T0), ENGINE_CLAIM);
+	hold_destroy(&h);
+	store_close(s);
+}
+
 /* A hook's rows: put, update, delete. */
 struct rows_job {
 	int id;
@@ -785,6 +1023,82 @@ test_pipeline_left(void)
 	HARNESS_EQ(sql("SELECT count(*) FROM idem_keys"), 2 * PG_POOL_MAX + 1);
 	store_close(s);
 }
+/*
+ * A write whose COMMIT reached the server, which committed it and
+ * answered, but whose answer was lost with the session
+ * (store_pg_commit_lost:fail closes the session once the answer is
+ * there, unread), is read back on a new session: the claim's token in
+ * the record, in the state the write left, means it committed, and the
+ * write succeeds with its decision.  Each write that carries the token
+ * is read back so: claim, checkpoint, abandon, complete, release.
+ */
+static void
+test_commit_lost(void)
+{
+	struct store *s = open_store(0, 1);
+	struct rec_response resp;
+	struct rec r;
+	uint8_t t[REC_TOKEN_SIZE];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	memset(&resp, 0, sizeof(resp));
+	resp.status = 201;
+	memset(t, 1, sizeof(t));
+	setenv("IDEM_FAULT", "store_pg_commit_lost:fail", 1);
+	HARNESS_EQ(claim(s, "acct", "k", 1, T0), ENGINE_CLAIM);
+	HARNESS_EQ(store_checkpoint(s, "acct", "k", t, 1, "cp", 2, T0, LEASE),
+	    IDEM_OK);
+	HARNESS_EQ(store_abandon(s, "acct", "k", t, T0 + 1), IDEM_OK);
+	HARNESS_EQ(store_complete(s, "acct", "k", t, &resp, NULL, NULL, T0,
+	    TTL), IDEM_OK);
+	HARNESS_EQ(claim(s, "acct", "gone", 1, T0), ENGINE_CLAIM);
+	HARNESS_EQ(store_release(s, "acct", "gone", t, NULL, NULL), IDEM_OK);
+	unsetenv("IDEM_FAULT");
+	HARNESS_EQ(rec_state(s, "acct", "k", &r), REC_COMPLETED);
+	HARNESS_EQ(r.stage, 1);
+	HARNESS_EQ(r.resp.status, 201);
+	rec_free(&r);
+	HARNESS_EQ(rec_state(s, "acct", "gone", &r), -IDEM_ENOTFOUND);
+	HARNESS_EQ(sql("SELECT count(*) FROM idem_keys"), 1);
+	HARNESS_EQ(sql("SELECT sum(n) FROM idem_quota WHERE scope = 'acct'"),
+	    1);
+	store_close(s);
+}
+
+/*
+ * A write whose session is lost before its COMMIT reaches the server
+ * (store_pg_commit_unsent:fail) did not commit: the record read back
+ * does not show it, and the write fails with IDEM_EIO, leaving nothing.
+ */
+static void
+test_commit_unsent(void)
+{
+	struct store *s = open_store(0, 1);
+	struct rec_response resp;
+	struct rec r;
+	uint8_t t[REC_TOKEN_SIZE];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	memset(&resp, 0, sizeof(resp));
+	resp.status = 201;
+	memset(t, 1, sizeof(t));
+	setenv("IDEM_FAULT", "store_pg_commit_unsent:fail", 1);
+	HARNESS_EQ(claim(s, "acct", "k", 1, T0), -IDEM_EIO);
+	unsetenv("IDEM_FAULT");
+	HARNESS_EQ(sql("SELECT count(*) FROM idem_keys"), 0);
+	HARNESS_EQ(claim(s, "acct", "k", 1, T0), ENGINE_CLAIM);
+	setenv("IDEM_FAULT", "store_pg_commit_unsent:fail", 1);
+	HARNESS_EQ(store_checkpoint(s, "acct", "k", t, 1, "cp", 2, T0, LEASE),
+	    IDEM_EIO);
+	HARNESS_EQ(store_complete(s, "acct", "k", t, &resp, NULL, NULL, T0,
+	    TTL), IDEM_EIO);
+	HARNESS_EQ(store_release(s, "acct", "k", t, NULL, NULL), IDEM_EIO);
+	unsetenv("IDEM_FAULT");
+	HARNESS_EQ(rec_state(s, "acct", "k", &r), REC_IN_PROGRESS);
+	HARNESS_EQ(r.stage, 0);
+	rec_free(&r);
+	store_close(s);
+}
 #endif
 
 int
@@ -809,11 +1123,21 @@ harness_suites(void)
 		    test_quota_margin },
 		{ "table counts under concurrency", test_counts },
 		{ "migration starts the counts", test_migrate_counts },
+		{ "a COMMIT not replicated synchronously fails",
+		    test_syncrep_cancelled },
+		{ "a COMMIT that does not answer is cancelled",
+		    test_commit_deadline },
+		{ "a claim held up by a row lock gives up", test_lock_timeout },
+		{ "a call finding the pool taken gives up", test_pool_wait },
 #ifdef IDEM_FAULT_POINTS
 		{ "a write that cannot begin leaves nothing",
 		    test_failed_begin },
 		{ "a session left in its pipeline is replaced",
 		    test_pipeline_left },
+		{ "a COMMIT whose answer is lost is read back",
+		    test_commit_lost },
+		{ "a COMMIT that never reached the server fails",
+		    test_commit_unsent },
 #endif
 	};
 	CU_pSuite s;
