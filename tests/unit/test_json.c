@@ -415,6 +415,23 @@ test_accessors(void)
 	CU_ASSERT_PTR_NULL(json_get(v, "amoun"));
 	CU_ASSERT_PTR_NULL(json_get(v, "amounts"));
 	HARNESS_EQ(json_count(json_get(v, "amount")), 0);
+
+	/* By position: members in the order of their names. */
+	CU_ASSERT_STRING_EQUAL(json_member_name(v, 0, &len), "");
+	HARNESS_EQ(len, 0);
+	CU_ASSERT_STRING_EQUAL(json_member_name(v, 3, &len), "tags");
+	HARNESS_EQ(len, 4);
+	CU_ASSERT_PTR_EQUAL(json_at(v, 1), json_get(v, "amount"));
+	CU_ASSERT_PTR_EQUAL(json_at(v, 3), json_get(v, "tags"));
+	CU_ASSERT_PTR_NULL(json_at(v, 4));
+	CU_ASSERT_PTR_NULL(json_member_name(v, 4, NULL));
+	a = json_get(v, "tags");
+	HARNESS_EQ(json_type(json_at(a, 0)), JSON_NUMBER);
+	HARNESS_EQ(json_type(json_at(a, 3)), JSON_FALSE);
+	CU_ASSERT_PTR_NULL(json_at(a, 4));
+	CU_ASSERT_PTR_NULL(json_member_name(a, 0, NULL));
+	CU_ASSERT_PTR_NULL(json_at(json_at(a, 0), 0));
+	CU_ASSERT_PTR_NULL(json_at(NULL, 0));
 	json_free(v);
 }
 
