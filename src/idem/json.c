@@ -1037,6 +1037,24 @@ json_count(const struct json_value *v)
 	return 0;
 }
 
+const struct json_value *
+json_at(const struct json_value *v, size_t i)
+{
+	if (v == NULL || i >= json_count(v))
+		return NULL;
+	return v->type == JSON_ARRAY ? &v->u.kids[i] : &v->u.kids[2 * i + 1];
+}
+
+const char *
+json_member_name(const struct json_value *v, size_t i, size_t *len)
+{
+	if (v == NULL || v->type != JSON_OBJECT || i >= v->n)
+		return NULL;
+	if (len != NULL)
+		*len = v->u.kids[2 * i].n;
+	return json_name(v->u.kids, i);
+}
+
 const char *
 json_text(const struct json_value *v, size_t *len)
 {

@@ -89,6 +89,21 @@ const struct json_value *json_get(const struct json_value *v, const char *name);
 size_t json_count(const struct json_value *v);
 
 /*
+ * Element i of an array, or the value of member i of an object, whose
+ * members are in the order of their names (bytewise, as the canonical
+ * form prints them); NULL when v is neither or i >= json_count(v).
+ */
+const struct json_value *json_at(const struct json_value *v, size_t i);
+
+/*
+ * The unescaped name of member i of an object, NUL-terminated, with its
+ * length in *len when len is not NULL; NULL when v is not an object or
+ * i >= json_count(v).  Valid while the tree lives.
+ */
+const char *json_member_name(const struct json_value *v, size_t i,
+    size_t *len);
+
+/*
  * A number's source text or a string's unescaped bytes, NUL-terminated;
  * *len, when not NULL, gets the length, which is the text's strlen since
  * no string holds a NUL.  NULL for other types.  Valid while the tree

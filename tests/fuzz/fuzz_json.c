@@ -11,16 +11,44 @@
  * the parser never runs out of the room it counted before parsing, which
  * it would report as JSON_ENOMEM (a real allocation failure cannot happen
  * here: libFuzzer's malloc limit stops the run first).
+ *
+ * And, in a build that found cJSON (HAVE_CJSON), the tree is the one
+ * cJSON reads from the same text whenever cJSON accepts it too
+ * (json_cjson_same), so a parser that is wrong without crashing is
+ * caught.  Text only one of them accepts is not compared.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
 #include "err.h"
 #include "json.h"
+#ifdef HAVE_CJSON
+#include "json_cjson.h"
+#endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#ifdef HAVE_CJSON
+/* Aborts unless cJSON refuses the text or reads the tree v from it. */
+static void
+fuzz_json_cjson(const uint8_t *data, size_t size,
+    const struct json_value *v)
+{
+	char why[512];
+	cJSON *c;
+
+	if ((c = json_cjson_parse((const char *)data, size)) == NULL)
+		return;
+	if (json_cjson_same(v, c, why, sizeof(why)) != 0) {
+		fprintf(stderr, "json.c and cJSON differ: %s\n", why);
+		abort();
+	}
+	cJSON_Delete(c);
+}
+#endif
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -44,6 +72,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if ((text = json_text(v, &len)) != NULL && strlen(text) != len)
 		abort();
+#ifdef HAVE_CJSON
+	fuzz_json_cjson(data, size, v);
+#endif
 	if (json_canonical(v, &once) != IDEM_OK)
 		goto out;
 	if (json_parse(once.data, once.len, &w, err, sizeof(err)) != JSON_OK)

@@ -1,15 +1,24 @@
 /*
  * test_json.c: the strict JSON parser (RFC 8259) and the canonical form
- * the fingerprint hashes.
+ * the fingerprint hashes; in a build that found cJSON, the trees json.c
+ * reads compared with cJSON's (suite "json and cJSON").
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef HAVE_CJSON
+#include <dirent.h>
+#include <sys/stat.h>
+#endif
+
 #include "buf.h"
 #include "err.h"
 #include "harness.h"
 #include "json.h"
+#ifdef HAVE_CJSON
+#include "json_cjson.h"
+#endif
 
 /* Parses len bytes of text and returns the status; the tree is freed. */
 static enum json_status
@@ -415,6 +424,23 @@ test_accessors(void)
 	CU_ASSERT_PTR_NULL(json_get(v, "amoun"));
 	CU_ASSERT_PTR_NULL(json_get(v, "amounts"));
 	HARNESS_EQ(json_count(json_get(v, "amount")), 0);
+
+	/* By position: members in the order of their names. */
+	CU_ASSERT_STRING_EQUAL(json_member_name(v, 0, &len), "");
+	HARNESS_EQ(len, 0);
+	CU_ASSERT_STRING_EQUAL(json_member_name(v, 3, &len), "tags");
+	HARNESS_EQ(len, 4);
+	CU_ASSERT_PTR_EQUAL(json_at(v, 1), json_get(v, "amount"));
+	CU_ASSERT_PTR_EQUAL(json_at(v, 3), json_get(v, "tags"));
+	CU_ASSERT_PTR_NULL(json_at(v, 4));
+	CU_ASSERT_PTR_NULL(json_member_name(v, 4, NULL));
+	a = json_get(v, "tags");
+	HARNESS_EQ(json_type(json_at(a, 0)), JSON_NUMBER);
+	HARNESS_EQ(json_type(json_at(a, 3)), JSON_FALSE);
+	CU_ASSERT_PTR_NULL(json_at(a, 4));
+	CU_ASSERT_PTR_NULL(json_member_name(a, 0, NULL));
+	CU_ASSERT_PTR_NULL(json_at(json_at(a, 0), 0));
+	CU_ASSERT_PTR_NULL(json_at(NULL, 0));
 	json_free(v);
 }
 
@@ -940,6 +966,228 @@ test_writer_extend(void)
 	buf_free(&b);
 }
 
+#ifdef HAVE_CJSON
+/*
+ * Parses len bytes of text with json.c and with cJSON.  1 when both
+ * accept it, after checking that they read the same tree; 0 when either
+ * refuses it, and nothing is compared.
+ */
+static int
+json_both(const char *what, const char *text, size_t len)
+{
+	struct json_value *v = NULL;
+	cJSON *c;
+	char why[512];
+	int both = 0;
+
+	c = json_cjson_parse(text, len);
+	if (json_parse(text, len, &v, NULL, 0) == JSON_OK && c != NULL) {
+		both = 1;
+		if (json_cjson_same(v, c, why, sizeof(why)) != 0) {
+			fprintf(stderr, "  %s: json.c and cJSON differ: %s\n",
+			    what, why);
+			CU_FAIL("json.c and cJSON read different trees");
+		}
+	}
+	json_free(v);
+	cJSON_Delete(c);
+	return both;
+}
+
+/*
+ * The seeds of the JSON fuzz target.  Every seed but "duplicate" (a name
+ * given twice, which json.c refuses) is valid JSON that both parsers
+ * read; a seed added or removed changes the counts here.
+ */
+static void
+test_cjson_corpus(void)
+{
+	char path[4096];
+	struct dirent *de;
+	struct stat sb;
+	size_t files = 0, both = 0, len;
+	char *text;
+	FILE *f;
+	DIR *d;
+
+	d = opendir(JSON_CORPUS);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	while ((de = readdir(d)) != NULL) {
+		snprintf(path, sizeof(path), "%s/%s", JSON_CORPUS,
+		    de->d_name);
+		if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+			continue;
+		f = fopen(path, "rb");
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		text = malloc((size_t)sb.st_size + 1);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+		len = fread(text, 1, (size_t)sb.st_size, f);
+		HARNESS_EQ(len, sb.st_size);
+		fclose(f);
+		files++;
+		both += (size_t)json_both(path, text, len);
+		free(text);
+	}
+	closedir(d);
+	HARNESS_EQ(files, 7);
+	HARNESS_EQ(both, 6);
+}
+
+/* Documents both parsers must accept, and read alike. */
+static const char *const json_cjson_docs[] = {
+	"{\"a\":{\"b\":{\"c\":[1,[2,[3,{}]]]}},\"d\":[]}",
+	"[[],{},[[]],[{}],{\"\":{}},[[[]]],{\"a\":[]}]",
+	"{\"a\":[{\"b\":\"c\"}],\"b\":{\"a\":[\"c\"]},\"c\":[[\"a\",\"b\"]]}",
+	/* Members out of order, and names that sort before their prefix. */
+	"{\"z\":1,\"y\":2,\"b\":3,\"a1\":4,\"a\":5,\"A\":6,\"\":7,\"ab\":8}",
+	" \t\n\r{ \"k\" : [ 1 , 2 , { } ] , \"l\" :\"m\" } \n",
+	"[true,false,null,true]",
+	"null", "true", "0", "-0", "\"\"", "{}", "[]",
+	/* Escapes. */
+	"\"\\\" \\\\ \\/ \\b \\f \\n \\r \\t\"",
+	"[\"\\u0001\\u001f\\u007f\\u0080\\u07ff\\u0800\\uffff\"]",
+	"\"\\u0041\\u00e9\\u20AC\\ud83d\\ude00\\uDBFF\\uDFFF\\ud800\\udc00\"",
+	"\"a\\nb\\u000Ac\\\\nd\"",
+	/* Raw UTF-8, up to four bytes. */
+	"\"d\xc3\xad" "a \xe2\x98\x83 \xf0\x9d\x84\x9e \xf4\x8f\xbf\xbf\"",
+	/* Names escaped and not, non-ASCII, one written two ways apart. */
+	"{\"\\u00e9t\\u00e9\":1,\"hiver\":2,\"\xe6\x97\xa5\xe6\x9c\xac\":3,"
+	    "\"\\ud83d\\ude00\":4,\"\\\"q\\\"\":5,\"a\\u0062\":6,\"ac\":7}",
+	/* Numbers: forms, signs, exponents, the edges of a double. */
+	"[0,-0,1,-1,0.5,-0.5,10,100,1e2,1E2,1e+2,1E-2,0e0,0.0e-0,-0.0]",
+	"[1.5E-300,2.5e308,1e400,-1e400,1e-400,-1e-400,4.9e-324,"
+	    "2.2250738585072014e-308,1.7976931348623157e308,"
+	    "1.7976931348623159e308]",
+	"[0.1,0.2,0.3,9007199254740993,-9007199254740993,"
+	    "18446744073709551616,3.141592653589793238462643383279]",
+	"[123456789012345678901234567890123456789012345678901234567890"
+	    "1234567890123456789012345678901234567890,"
+	    "0.00000000000000000000000000000000000000000000000000000000000"
+	    "0000000000000000000000000000000000000001]",
+	"[1e1000000000,-1E+1000000000,1e-1000000000,12.340e-2]",
+	"{\"amount\": 100.00, \"currency\": \"BRL\", \"n\": [1, 2.50]}",
+};
+
+static void
+test_cjson_documents(void)
+{
+	size_t i, n = sizeof(json_cjson_docs) / sizeof(json_cjson_docs[0]);
+	size_t both = 0;
+	char *deep;
+
+	for (i = 0; i < n; i++)
+		both += (size_t)json_both(json_cjson_docs[i],
+		    json_cjson_docs[i], strlen(json_cjson_docs[i]));
+	HARNESS_EQ(both, n);
+	deep = json_nest(JSON_MAX_DEPTH, 0);
+	HARNESS_EQ(json_both("nested arrays", deep, strlen(deep)), 1);
+	free(deep);
+	deep = json_nest(JSON_MAX_DEPTH, 1);
+	HARNESS_EQ(json_both("nested objects", deep, strlen(deep)), 1);
+	free(deep);
+}
+
+/*
+ * Documents only one parser accepts are not compared: cJSON accepts
+ * these, against RFC 8259 or json.c's policy, and json.c refuses them.
+ */
+static void
+test_cjson_only(void)
+{
+	static const char *const docs[] = {
+		"-01", "2.", "[\"a\tb\"]", "[\"a\nb\"]", "\"\\u00G0\"",
+		"{\"a\":1,\"a\":2}", "\"a\\u0000b\"",
+	};
+	size_t i;
+	cJSON *c;
+
+	for (i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		c = json_cjson_parse(docs[i], strlen(docs[i]));
+		if (c == NULL)
+			fprintf(stderr, "  cJSON refuses %s\n", docs[i]);
+		CU_ASSERT_PTR_NOT_NULL(c);
+		cJSON_Delete(c);
+		HARNESS_EQ(json_both(docs[i], docs[i], strlen(docs[i])), 0);
+	}
+}
+
+/*
+ * The comparison finds what differs: a json.c tree of one document
+ * against cJSON's of another must not compare the same.
+ */
+static void
+test_cjson_differences(void)
+{
+	static const char *const pairs[][2] = {
+		{ "{\"a\":1}", "{\"a\":2}" },
+		{ "{\"a\":1}", "{\"b\":1}" },
+		{ "{\"a\":1}", "{\"a\":1,\"b\":1}" },
+		{ "{\"a\":1,\"b\":1}", "{\"a\":1,\"a\":1}" },
+		{ "{\"a\":1}", "[1]" },
+		{ "[1,2]", "[2,1]" },
+		{ "[1,2]", "[1,2,3]" },
+		{ "[[1]]", "[[1,[]]]" },
+		{ "\"ab\"", "\"a\\u0000b\"" },
+		{ "\"ab\"", "\"abc\"" },
+		{ "\"\\u00e9\"", "\"e\"" },
+		{ "1e400", "1e300" },
+		{ "1e400", "-1e400" },
+		{ "0.1", "0.10000000000000002" },
+		{ "1", "\"1\"" },
+		{ "true", "false" },
+		{ "null", "false" },
+		{ "{\"a\":{\"b\":[1,{\"c\":\"x\"}]}}",
+		    "{\"a\":{\"b\":[1,{\"c\":\"y\"}]}}" },
+	};
+	struct json_value *v;
+	char why[512];
+	size_t i;
+	cJSON *c;
+
+	for (i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		v = NULL;
+		HARNESS_EQ(json_parse(pairs[i][0], strlen(pairs[i][0]), &v,
+		    NULL, 0), JSON_OK);
+		c = json_cjson_parse(pairs[i][1], strlen(pairs[i][1]));
+		CU_ASSERT_PTR_NOT_NULL(c);
+		if (v != NULL && c != NULL && json_cjson_same(v, c, why,
+		    sizeof(why)) == 0) {
+			fprintf(stderr, "  %s and %s compare the same\n",
+			    pairs[i][0], pairs[i][1]);
+			CU_FAIL("a difference was not found");
+		}
+		json_free(v);
+		cJSON_Delete(c);
+	}
+	/* The sentence names where. */
+	v = NULL;
+	c = json_cjson_parse(pairs[17][1], strlen(pairs[17][1]));
+	HARNESS_EQ(json_parse(pairs[17][0], strlen(pairs[17][0]), &v, NULL,
+	    0), JSON_OK);
+	CU_ASSERT_EQUAL(json_cjson_same(v, c, why, sizeof(why)), -1);
+	CU_ASSERT_STRING_EQUAL(why, "$.a.b[1].c: strings that differ");
+	json_free(v);
+	cJSON_Delete(c);
+}
+
+static int
+json_cjson_suite(void)
+{
+	CU_pSuite r;
+
+	if ((r = CU_add_suite("json and cJSON", NULL, NULL)) == NULL ||
+	    CU_add_test(r, "the fuzz corpus", test_cjson_corpus) == NULL ||
+	    CU_add_test(r, "documents both accept",
+	    test_cjson_documents) == NULL ||
+	    CU_add_test(r, "documents only cJSON accepts",
+	    test_cjson_only) == NULL ||
+	    CU_add_test(r, "the comparison finds differences",
+	    test_cjson_differences) == NULL)
+		return -1;
+	return 0;
+}
+#endif
+
 int
 harness_suites(void)
 {
@@ -1001,5 +1249,9 @@ harness_suites(void)
 	    CU_add_test(c, "the writer extends a stored object",
 	    test_writer_extend) == NULL)
 		return -1;
+#ifdef HAVE_CJSON
+	if (json_cjson_suite() != 0)
+		return -1;
+#endif
 	return 0;
 }
