@@ -37,11 +37,15 @@ static struct store *
 claimctl_store(const struct config *cfg)
 {
 	const char *where = cfg->store[0] != '\0' ? cfg->store : cfg->db_dir;
-	struct store_config sc = { where, cfg->map_size, 0,
-	    cfg->keys_per_account, 0, pay_tables, NULL };
+	struct store_config sc;
 	struct store *s;
 	int rc;
 
+	memset(&sc, 0, sizeof(sc));
+	sc.dir = where;
+	sc.map_size = cfg->map_size;
+	sc.max_keys_per_scope = cfg->keys_per_account;
+	sc.tables = pay_tables;
 	if ((rc = store_open(&sc, &s)) != IDEM_OK) {
 		fprintf(stderr, "claimctl: store %s: %s\n", where,
 		    idem_strerror(rc));
