@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * orders.c: POST /orders on libidem, safe to retry with an Idempotency-Key;
  * FastCGI, or CGI when stdin is no socket; the store in $ORDERS_DB.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * idem-fcgi: the idem payments responder.
  *

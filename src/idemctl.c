@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * idemctl: the operator's tool for an idem store.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * idemctl.h: what the commands of idemctl share (idemctl.c holds main,
  * the options and the dispatch; each idemctl_*.c a group of commands).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * idemctl_run.c: the commands that work through the store in batches,
  * purge and resume: a progress line on stderr when it is a terminal,

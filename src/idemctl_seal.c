@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * idemctl_seal.c: idemctl new-secret and idemctl rekey.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * idemctl_seal.h: idemctl's commands for the keys that seal the store
  * at rest (idemctl(8): new-secret, rekey).

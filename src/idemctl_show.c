@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * idemctl_show.c: the commands that read: stats, inspect, stuck, each as
  * "name: value" lines or, with --json, one JSON document (json.c's

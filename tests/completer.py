@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The completer (idemctl resume), idemctl as a Unix tool, and the
 systemd units that run them.
 

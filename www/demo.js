@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The idem demo page: one payment form, and a log of every answer with
 // its status, headers and body.  Plain JavaScript, no library, talking to
 // the API on this page's own origin.

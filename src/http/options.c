@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * options.c: --help, --version and usage errors for the FastCGI programs.
  */

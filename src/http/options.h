@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * options.h: the command line of a FastCGI program (idem-fcgi,
  * idem-provider), read before anything else.

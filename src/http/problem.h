@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * problem.h: errors as RFC 9457 application/problem+json.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * request.h: an HTTP request as a CGI or FastCGI responder receives it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * response.h: a response built in memory and written in one go.
  *

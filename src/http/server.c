@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * server.c: the FastCGI accept loop on a pool of threads, or one CGI
  * request.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * server.h: the FastCGI accept loop, or one CGI request.
  *

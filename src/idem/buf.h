@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * buf.h: a growable byte buffer.
  *

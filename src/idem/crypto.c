@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * crypto.c: hashing, randomness, sealing and constant-time comparison.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * crypto.h: the library's wall around libsodium.
  *

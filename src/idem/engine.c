@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * engine.c: claim, take over, replay, 409 or 422.
  *

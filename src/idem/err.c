@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "err.h"
 
 static const char *const idem_errstr[IDEM_ERR__MAX] = {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * err.h: the library's one error enum, enum idem_err, is public and
  * lives in idem.h; internal files include this header for it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fault.h: fault points and an injectable clock, for tests.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fp.c: the request fingerprint.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fp.h: the request fingerprint.
  *

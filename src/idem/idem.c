@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * idem.c: the library's entry point (idem.h): the keyed lifecycle over
  * the store interface, the metrics it produces, and application rows by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * idem.h: the idempotency-key library.  This is its only public header:
  * it needs nothing but the standard headers, and every name it declares

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * json.c: a strict JSON parser (RFC 8259) and the canonical form that the
  * request fingerprint hashes.

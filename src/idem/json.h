@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * json.h: a strict JSON parser (RFC 8259) for request bodies, and the
  * canonical form the fingerprint hashes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * key.c: parser of the Idempotency-Key request header field.
  *

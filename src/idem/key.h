@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * key.h: syntax of the Idempotency-Key request header field.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * metrics.h: counters shared by every worker process, for GET /metrics.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * record.h: what the store keeps for one (scope, key).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * seal.c: sealing values at rest under the keys of a key file (seal.h).
  *

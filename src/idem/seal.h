@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * seal.h: values sealed at rest, and the keys that seal them.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * store.c: the store interface, dispatched to the handle's backend.
  *

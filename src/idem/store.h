@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * store.h: durable storage for claims, responses and application rows.
  *

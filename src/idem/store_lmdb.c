@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * store_lmdb.c: the LMDB backend's environments (open, close, the
  * open-after-fork rule), group commit, and its operations table

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * store_lmdb.h: the LMDB backend's internal interface, shared by its
  * files and by nothing else.  Only the store_lmdb*.c files include

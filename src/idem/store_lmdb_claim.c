@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * store_lmdb_claim.c: the LMDB backend's keyed operations: lookup, the
  * claim (with the scope bound and the room check), and the writes to a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * store_lmdb_purge.c: the LMDB backend's purge of expired records, which
  * walks the expiry index from its oldest entry, so it costs what has

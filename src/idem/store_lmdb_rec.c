@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * store_lmdb_rec.c: records of the LMDB backend, with their index
  * entries and their scopes' counts, which change together (see

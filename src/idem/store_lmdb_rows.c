@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * store_lmdb_rows.c: the LMDB backend's application rows (get, insert
  * once, scan, count, and the rows of a hook's transaction) and its walks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * store_lmdb_txn.c: the LMDB backend's transactions and its map.  Every
  * transaction of the backend begins and ends here, and the map moves

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * store_pg.c: the PostgreSQL backend (store_pg.h): connections and
  * their pool, statements, transactions and their retries, the schema's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * store_pg.h: the PostgreSQL backend's internal interface, shared by its
  * files and by nothing else.  Only the store_pg*.c files include

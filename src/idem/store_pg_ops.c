@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * store_pg_ops.c: the PostgreSQL backend's operations (store_pg.h), each
  * with the contract of store.h and the LMDB backend's semantics.

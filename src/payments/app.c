@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * app.c: the payments application: it opens what the handlers use,
  * routes, authenticates, and writes one log line per request.

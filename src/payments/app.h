@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * app.h: the payments application, wired to the HTTP server.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * auth.c: the principal, from a Bearer API key or from REMOTE_USER,
  * whichever the configured mode names (auth.h).

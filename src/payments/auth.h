@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * auth.h: who is calling.  The principal is the idempotency scope.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cfg.h: the responder's configuration, from environment variables.
  *

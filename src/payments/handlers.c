@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * handlers.c: the payments endpoints that read (GET /payments/{id}, GET
  * /payments, /healthz, /metrics) and the answers every handler shares.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * handlers.h: the payments endpoints, behind the router in app.c.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * keyed.c: the parts of a keyed request that every endpoint shares, on
  * the idempotency library: checks before the store, the answers that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * keyed.h: what every keyed endpoint of the payments API shares on the
  * idempotency library (idem.h): the checks before the store, the answers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * keyhash.h: the name under which logs and idemctl show an idempotency
  * key.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * money.c: ISO 4217 currencies and exact conversion of JSON numbers to
  * integer minor units.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * money.h: exact amounts in integer minor units, and ISO 4217 currencies.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * payment.c: what a payment is, in bytes: the body of POST /payments,
  * the JSON representation, the stored row and the recovery point.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * payment.h: a payment's shapes: the order (the validated body of POST
  * /payments), its JSON representation, its stored row, its recovery

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * post.c: POST /payments, a keyed request on the idempotency library.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * provider.c: the simulated payment provider and its ledger.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * provider_http.c: the provider over HTTP, with libcurl (provider_http.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * provider_http.h: the provider reached over HTTP (idem-provider(8)),
  * behind provider.h when IDEM_PROVIDER_URL is set.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * refund.c: what a refund is, in bytes: the body of POST
  * /payments/{id}/refunds, the JSON representation, the stored rows (the

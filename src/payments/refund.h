@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * refund.h: a refund's shapes: the request (the validated body of POST
  * /payments/{id}/refunds), its JSON representation, its stored row, the

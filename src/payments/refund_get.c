@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * refund_get.c: the refunds' routes, GET /payments/{id}/refunds/{rid},
  * GET /payments/{id}/refunds (newest first), and the amount refunded

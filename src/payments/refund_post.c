@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * refund_post.c: POST /payments/{id}/refunds, a keyed request on the
  * idempotency library, built like post.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * resume.c: the completer (resume.h).  It finds the claims whose lease
  * ran out, takes each over the way a client's retry would, and hands it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * resume.h: the completer.  A payment or a refund whose client gave up
  * (a provider timeout, a crashed worker, a lost 504) waits in its claim

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rowkey.c: rows named by the digest of a payment or refund id (rowkey.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rowkey.h: the store's names for rows named by a payment or refund id.
  *

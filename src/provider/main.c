@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * main.c: idem-provider, the payment provider as a FastCGI service of its
  * own (idem-provider(8)); plain CGI, one request, when standard input is

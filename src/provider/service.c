@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * service.c: the payment provider service's decisions (service.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * service.h: the payment provider service's requests and answers,
  * without any FastCGI: main.c reads a request, psvc_handle decides its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bare: the ceiling for tests/bench/run.py.
  *

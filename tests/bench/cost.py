@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Per-request cost of one worker: instructions, system calls, context switches.
 
 Wall-clock figures on a shared two-core machine move by a third between runs;

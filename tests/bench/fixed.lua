@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- fixed.lua: the same request on every connection, built once (wrk sends a
 -- static request when the script defines no request()).
 --

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- keys.lua: POST /payments with an Idempotency-Key chosen per request.
 --
 --   wrk ... -s keys.lua URL -- mode=fresh  auth=SECRET body=JSON prefix=P

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- report.lua: wrk's done() for tests/bench/run.py, loaded by fixed.lua and
 -- keys.lua.  Prints one line, "WRK-JSON " and a JSON object: request count,
 -- duration, socket errors, non-2xx/3xx answers and latency percentiles in

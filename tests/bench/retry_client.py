@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A client that honours Retry-After, the way a real one does.
 
 It sends one fresh payment with urllib3's Retry (read timeout 0.3 s; read

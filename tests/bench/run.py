@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Benchmark: idem-fcgi behind lighttpd + spawn-fcgi, driven by wrk; writes BENCHMARKS.md.
 
     python3 tests/bench/run.py --build BUILD_DIR [--out BENCHMARKS.md]

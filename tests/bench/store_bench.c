@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * store_bench: the idempotency store alone, against the reference design's
  * store, for tests/bench/run.py.

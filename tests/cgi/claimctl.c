@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * claimctl: what the CGI fixtures cannot do through the programs they
  * test, done to the store of the scenario's environment (IDEM_STORE or

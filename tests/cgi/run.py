@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Black-box CGI fixtures for the idem responder.
 
 Runs the real responder binary (BUILD_DIR/idem-fcgi) as a plain CGI child,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The cluster suite: idem as several hosts sharing one PostgreSQL store.
 
     python3 tests/cluster/run.py --build BUILD_DIR [--rounds N] [--keep]

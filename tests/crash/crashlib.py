@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What the parts of the crash runner share: the fault points and what a
 crash at each must leave, the results, tables, answers and the replay
 check, and the live servers made to crash (on lib.servers)."""

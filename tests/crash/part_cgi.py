@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The crash matrix through plain CGI children with a pinned clock."""
 
 import hashlib

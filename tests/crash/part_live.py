@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The crash matrix through a live server that respawns its workers."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Kills under load: clients paying while a thread kills workers."""
 
 import concurrent.futures

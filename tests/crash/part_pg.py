@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """PostgreSQL's own failures (--store pg only): a schema newer than the
 program, and a session the server ends in the middle of a write."""
 

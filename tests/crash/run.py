@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Crash safety (invariant 5): kill -9 anywhere, retry, exactly one charge.
 
     python3 tests/crash/run.py --build BUILD_DIR [--only cgi|live|load ...]

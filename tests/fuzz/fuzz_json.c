@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_json.c: libFuzzer target for the JSON parser and canonical form.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_key.c: libFuzzer target for the Idempotency-Key field parser.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_provider.c: libFuzzer target for the reading of the provider
  * service's answers (provider_http_parse, provider_http_parse_stats).

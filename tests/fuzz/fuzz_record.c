@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_record.c: libFuzzer target for the stored-record decoder.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: the request edge.  The input is split at NUL bytes
  * into CGI meta-variable values (method, path, query, content type,

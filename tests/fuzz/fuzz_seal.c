@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_seal.c: libFuzzer target for the key file parser and for opening
  * sealed values (seal.h).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs every libFuzzer target of a build for a bounded time on a scratch
 # copy of its seed corpus (tests/fuzz/corpus/NAME), plus the seeds that
 # the build's tests/fuzz/seed_NAME writes, if there is one, and with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * seed_record.c: writes the seed corpus of fuzz_record into a directory,
  * one file per record, each encoded by rec_encode from a record shaped

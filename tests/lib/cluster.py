@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A cluster of idem on one machine: a throwaway PostgreSQL server
 (lib.pg), the provider service (lib.servers.ProviderService) and several
 app hosts, each its own lighttpd with spawn-fcgi workers, temporary

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The run's deadline, results and closing line, and process helpers."""
 
 import os

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * json_cjson.c: json.c's trees compared with cJSON's (json_cjson.h).
  *

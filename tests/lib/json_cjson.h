@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * json_cjson.h: json.c's trees compared with cJSON's, for the tests.
  *

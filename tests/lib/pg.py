@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A throwaway PostgreSQL server for the tests.
 
 initdb in a temporary directory, the server on its own unix socket

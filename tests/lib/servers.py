@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The web servers of etc/ with their idem-fcgi workers, each instance in
 a temporary directory of its own: lighttpd with spawn-fcgi, lighttpd
 spawning its workers, nginx, and Apache with mod_fcgid.  INSTANCES holds

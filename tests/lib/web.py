@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """HTTP/1.1 on loopback, one connection a request unless one is given."""
 
 import http.client

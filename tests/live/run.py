@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Live tests: idem-fcgi behind real web servers, over real sockets.
 
     python3 tests/live/run.py --build BUILD_DIR [--server lighttpd|lighttpd-spawn|apache|nginx ...]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The built packages installed into a scratch root and started there.
 
 tests/package.test runs this as root inside new mount and PID namespaces

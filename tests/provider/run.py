@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """CGI tests of idem-provider, the payment provider service.
 
 Runs BUILD_DIR/idem-provider as a plain CGI child, one process per request

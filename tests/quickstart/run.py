@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """./quickstart serve while another one runs: refused, and the first
 untouched.
 

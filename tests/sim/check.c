@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * check.c: the invariants, checked against the ground-truth log.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * check.h: the invariant checker and its ground-truth log.
  *

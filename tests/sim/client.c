@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * client.c: the simulated clients.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * glue.c: the payments application opened for a schedule.
  *

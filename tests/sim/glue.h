@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * glue.h: what the simulator needs from the code under test.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * lmdbwrap.c: the real LMDB store (store_lmdb_ops) under the simulator.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lmdbwrap.h: the LMDB backend with the simulator's yields (lmdbwrap.c). */
 #ifndef SIM_LMDBWRAP_H
 #define SIM_LMDBWRAP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prng.c: xoshiro256** and splitmix64 (public domain reference code by
  * David Blackman and Sebastiano Vigna, prng.di.unimi.it), written out here.

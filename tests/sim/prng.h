@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prng.h: the simulator's one source of choices.
  *

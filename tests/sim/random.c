@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * random.c: libsodium's randomness, drawn from the schedule's generator.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sim.h: the deterministic simulator's shared state (internal header).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * simenv.c: the simulated clock and fault points.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * simprov.c: the provider interface (src/payments/provider.h) for
  * simulation.

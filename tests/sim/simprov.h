@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* simprov.h: the simulated provider's own entry points (simprov.c). */
 #ifndef SIM_SIMPROV_H
 #define SIM_SIMPROV_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * simstore.c: a store backend (struct store_ops, src/idem/store.h) for
  * simulation.

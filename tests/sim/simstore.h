@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* simstore.h: the simulation store's own entry points (simstore.c). */
 #ifndef SIM_SIMSTORE_H
 #define SIM_SIMSTORE_H

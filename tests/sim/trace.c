@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * trace.c: the last events of a schedule, printed when it fails.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * world.c: coroutines, the scheduler, workers and requests.
  *

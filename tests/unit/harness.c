@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_auth.c: the keys file, Bearer parsing and principal selection.
  */

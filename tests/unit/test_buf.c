@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_buf.c: the growable buffer and its decimal numbers, which must
  * print exactly what printf prints.

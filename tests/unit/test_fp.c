@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_fp.c: the request fingerprint, and the crypto wall under it.
  *

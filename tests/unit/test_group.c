@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of group commit: many threads writing through one store
  * handle at once, as the threads of a worker do.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_handlers.c: the lists (GET /payments in handlers.c, GET
  * /payments/{id}/refunds in refund_get.c) on a store whose index holds

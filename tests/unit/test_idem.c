@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of the library's entry point (idem.h): the keyed lifecycle,
  * hooks inside the store's transactions, application rows by table name,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_json.c: the strict JSON parser (RFC 8259) and the canonical form
  * the fingerprint hashes; in a build that found cJSON, the trees json.c

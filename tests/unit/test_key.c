@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_key.c: the Idempotency-Key field parser against RFC 8941 and the
  * leniencies DESIGN.md promises (bare keys, parameters ignored).

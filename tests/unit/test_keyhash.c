@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of the keyhash: how logs and idemctl name an idempotency
  * key without revealing it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_money.c: exact parsing and formatting of amounts.
  */

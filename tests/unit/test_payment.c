@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_payment.c: the texts a payment's answer is made of, which must be
  * exactly what the printf formats they are written without would print,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_provider.c: the simulated provider deduplicates on its key.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_provider_http.c: the HTTP provider client's reading of answers and
  * its outcome mapping, first on bodies and statuses alone, then over real

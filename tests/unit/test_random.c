@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_random.c: crypto_random draws from libsodium's randombytes on
  * every call, keeping nothing between calls that a fork child could

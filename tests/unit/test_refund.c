@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_refund.c: a refund's body, its decision against the totals, its
  * representation, the payment's view, and its rows' encodings.

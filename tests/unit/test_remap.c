@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_remap.c: an LMDB store whose data file another process grows past
  * this process's map.  The process adopts the new size (MDB_MAP_RESIZED)

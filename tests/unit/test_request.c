@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of the HTTP adapter: reading a request from CGI
  * meta-variables and a body, writing a CGI response, problem+json.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_rowkey.c: rows named by an id live under its digest, and rows
  * written when the id itself named them are still found, listed and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of sealing at rest: seal.c's cipher and key files, and the
  * library sealing what it stores (idem.c): round trips, changed bytes,

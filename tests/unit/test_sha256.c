@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of SHA-256 and HMAC-SHA-256 as crypto.h gives them over
  * libsodium: the published vectors, a message fed in pieces, and a

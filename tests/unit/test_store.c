@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_store.c: the store interface, on LMDB, and on PostgreSQL when
  * IDEM_TEST_PG names a database (tests/lib/pg.py).

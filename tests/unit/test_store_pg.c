@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_store_pg.c: what only the PostgreSQL backend has to show, on the
  * database IDEM_TEST_PG names (tests/lib/pg.py; without it, no test):
