@@ -148,17 +148,20 @@ lstore_index_move(struct lstore *s, MDB_txn *txn, const struct store_key *k,
 	    lstore_expiry_put(s, txn, nat, k);
 }
 
-/* The scope's live-record count; 0 when it has no row. */
-int
-lstore_quota_get(struct lstore *s, MDB_txn *txn, const uint8_t *scope,
-    size_t slen, uint64_t *n)
+/*
+ * A be64 counter of dbi (a scope's count, a key's generation); 0 when it
+ * has no row, IDEM_ECORRUPT when its value is not eight bytes.
+ */
+static int
+lstore_u64_get(MDB_txn *txn, MDB_dbi dbi, const void *k, size_t klen,
+    uint64_t *n)
 {
-	MDB_val key = { .mv_size = slen, .mv_data = (void *)scope };
+	MDB_val key = { .mv_size = klen, .mv_data = (void *)k };
 	MDB_val val;
 	int rc;
 
 	*n = 0;
-	rc = lstore_err(mdb_get(txn, s->e->quota, &key, &val));
+	rc = lstore_err(mdb_get(txn, dbi, &key, &val));
 	if (rc == IDEM_ENOTFOUND)
 		return IDEM_OK;
 	if (rc != IDEM_OK)
@@ -167,6 +170,14 @@ lstore_quota_get(struct lstore *s, MDB_txn *txn, const uint8_t *scope,
 		return IDEM_ECORRUPT;
 	*n = be_get(val.mv_data, 8);
 	return IDEM_OK;
+}
+
+/* The scope's live-record count; 0 when it has no row. */
+int
+lstore_quota_get(struct lstore *s, MDB_txn *txn, const uint8_t *scope,
+    size_t slen, uint64_t *n)
+{
+	return lstore_u64_get(txn, s->e->quota, scope, slen, n);
 }
 
 /*
@@ -206,22 +217,10 @@ int
 lstore_gen_get(struct lstore *s, MDB_txn *txn, const struct store_key *k,
     uint64_t *gen)
 {
-	MDB_val key = { .mv_size = k->len, .mv_data = (void *)k->data };
-	MDB_val val;
-	int rc;
-
 	*gen = 0;
 	if (!s->e->has_gens)
 		return IDEM_OK;
-	rc = lstore_err(mdb_get(txn, s->e->gens, &key, &val));
-	if (rc == IDEM_ENOTFOUND)
-		return IDEM_OK;
-	if (rc != IDEM_OK)
-		return rc;
-	if (val.mv_size != 8)
-		return IDEM_ECORRUPT;
-	*gen = be_get(val.mv_data, 8);
-	return IDEM_OK;
+	return lstore_u64_get(txn, s->e->gens, k->data, k->len, gen);
 }
 
 int
