@@ -27,6 +27,7 @@
 #include "fault.h"
 #include "fp.h"
 #include "idem.h"
+#include "idem_backend.h"
 #include "metrics.h"
 #include "record.h"
 #include "seal.h"
@@ -438,11 +439,11 @@ store_unseal_point(const struct sealer *seal, const char *scope,
 int
 idem_open(const struct idem_options *opt, struct idem **out)
 {
-	return idem_open_backend(opt, NULL, out);
+	return idem__open_backend(opt, NULL, out);
 }
 
 int
-idem_open_backend(const struct idem_options *opt,
+idem__open_backend(const struct idem_options *opt,
     const struct store_ops *backend, struct idem **out)
 {
 	struct store_config sc;

@@ -18,6 +18,7 @@
 #include "fault.h"
 #include "handlers.h"
 #include "idem.h"
+#include "idem_backend.h"
 #include "json.h"
 #include "keyhash.h"
 #include "metrics.h"
@@ -150,8 +151,8 @@ app_open_locked(struct app *a)
 	int rc;
 
 	if (a->idem == NULL) {
-		if ((rc = idem_open_backend(&opt, a->inj.backend, &a->idem)) !=
-		    IDEM_OK) {
+		if ((rc = idem__open_backend(&opt, a->inj.backend,
+		    &a->idem)) != IDEM_OK) {
 			a->idem = NULL;
 			return rc;
 		}
