@@ -133,6 +133,7 @@ static int
 app_open_locked(struct app *a)
 {
 	struct idem_options opt = {
+		.size = sizeof(struct idem_options),
 		.dir = a->cfg.store[0] != '\0' ? a->cfg.store : a->cfg.db_dir,
 		.map_size = a->cfg.map_size,
 		.lease_ms = a->cfg.lease_ms,
