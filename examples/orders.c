@@ -84,11 +84,12 @@ serve(struct idem *db, char **env, FCGX_Stream *in)
 int
 main(void)
 {
-	struct idem_options opt = { .dir = getenv("ORDERS_DB") };
+	struct idem_options opt = IDEM_OPTIONS_INIT;
 	struct idem *db;
 	FCGX_Request req;
 
-	if (opt.dir == NULL || FCGX_Init() != 0 || idem_open(&opt, &db) != 0)
+	if ((opt.dir = getenv("ORDERS_DB")) == NULL || FCGX_Init() != 0 ||
+	    idem_open(&opt, &db) != 0)
 		return 1;
 	if (FCGX_IsCGI())
 		serve(db, environ, NULL);

@@ -165,6 +165,7 @@ static int
 ctl_resume_env(struct pay_env *env)
 {
 	struct idem_options opt = {
+		.size = sizeof(struct idem_options),
 		.dir = ctl_cfg.store[0] != '\0' ? ctl_cfg.store :
 		    ctl_cfg.db_dir,
 		.map_size = ctl_cfg.map_size,

@@ -152,6 +152,7 @@ ctl_rekey(const struct config *cfg, int argc, char **argv)
 	k.pause.tv_nsec = (long)(ms % 1000) * 1000000L;
 	ctl_need_store();
 	memset(&opt, 0, sizeof(opt));
+	opt.size = sizeof(opt);
 	opt.dir = cfg->store[0] != '\0' ? cfg->store : cfg->db_dir;
 	opt.map_size = cfg->map_size;
 	opt.tables = pay_tables;

@@ -16,6 +16,7 @@
  * point and a row value as their sealing.  Each is bound to its place:
  * a record's scope and key, a row's table and key.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include "fault.h"
 #include "fp.h"
 #include "idem.h"
+#include "idem_backend.h"
 #include "metrics.h"
 #include "record.h"
 #include "seal.h"
@@ -35,6 +37,21 @@
 
 #define IDEM_DEFAULT_LEASE_MS 30000ULL
 #define IDEM_DEFAULT_TTL_MS (24ULL * 3600 * 1000)
+
+/* idem.h's version is the release's (configure.ac's AC_INIT). */
+#if IDEM_VERSION_MAJOR != IDEM_PACKAGE_MAJOR || \
+    IDEM_VERSION_MINOR != IDEM_PACKAGE_MINOR || \
+    IDEM_VERSION_PATCH != IDEM_PACKAGE_PATCH
+#error "idem.h's IDEM_VERSION_* differ from configure.ac's version"
+#endif
+
+/*
+ * The smallest struct idem_options a caller may pass: 0.2.0's, the first
+ * with a size, which ends with secret_file.  A struct of that release may
+ * carry padding past it, so its sizeof is at least this.
+ */
+#define IDEM_OPTIONS_SIZE_0_2 (offsetof(struct idem_options, secret_file) + \
+	sizeof(((struct idem_options *)0)->secret_file))
 
 struct idem {
 	struct store *store;
@@ -436,22 +453,76 @@ store_unseal_point(const struct sealer *seal, const char *scope,
 	return IDEM_OK;
 }
 
-int
-idem_open(const struct idem_options *opt, struct idem **out)
+const char *
+idem_version(void)
 {
-	return idem_open_backend(opt, NULL, out);
+	return PACKAGE_VERSION;
 }
 
 int
-idem_open_backend(const struct idem_options *opt,
+idem_version_number(void)
+{
+	return IDEM_VERSION_NUMBER;
+}
+
+/*
+ * The caller's options as this library's struct: its first opt->size
+ * bytes and zeros after them, so that a program built before a field was
+ * appended gets that field's default.  No byte past opt->size is read:
+ * the caller's struct may be that small.  A size past this library's
+ * struct comes from a newer idem.h, whose fields this library would
+ * ignore: refused, and said, since the program cannot tell that from any
+ * other IDEM_EINVAL.
+ */
+static int
+idem_options_read(const struct idem_options *opt, struct idem_options *out)
+{
+	char line[256];
+	ssize_t w;
+	int n;
+
+	if (opt->size >= IDEM_OPTIONS_SIZE_0_2 && opt->size <= sizeof(*out)) {
+		memset(out, 0, sizeof(*out));
+		memcpy(out, opt, opt->size);
+		return IDEM_OK;
+	}
+	if (opt->size > sizeof(*out))
+		n = snprintf(line, sizeof(line), "idem: idem_open: options of "
+		    "%zu bytes, this libidem %s knows %zu: the program was "
+		    "built with a newer idem.h and needs a newer libidem\n",
+		    opt->size, PACKAGE_VERSION, sizeof(*out));
+	else
+		n = snprintf(line, sizeof(line), "idem: idem_open: options of "
+		    "%zu bytes, at least %zu: set size with IDEM_OPTIONS_INIT "
+		    "or sizeof(struct idem_options)\n", opt->size,
+		    (size_t)IDEM_OPTIONS_SIZE_0_2);
+	if (n > 0) {
+		w = write(STDERR_FILENO, line, (size_t)n < sizeof(line) ?
+		    (size_t)n : sizeof(line) - 1);
+		(void)w;
+	}
+	return IDEM_EINVAL;
+}
+
+int
+idem_open(const struct idem_options *opt, struct idem **out)
+{
+	return idem__open_backend(opt, NULL, out);
+}
+
+int
+idem__open_backend(const struct idem_options *caller,
     const struct store_ops *backend, struct idem **out)
 {
+	struct idem_options o, *opt = &o;
 	struct store_config sc;
 	struct idem *idem;
 	int rc;
 
 	*out = NULL;
-	if (opt == NULL || opt->dir == NULL)
+	if (caller == NULL || (rc = idem_options_read(caller, &o)) != IDEM_OK)
+		return IDEM_EINVAL;
+	if (opt->dir == NULL)
 		return IDEM_EINVAL;
 	/*
 	 * libsodium starts here for a program that uses only idem.h;

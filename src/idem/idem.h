@@ -29,6 +29,20 @@
  *
  * Times are milliseconds since the Unix epoch, from the clock the options
  * give (or the system's).
+ *
+ * The interface is stable from 0.2.0 on, the first release of the
+ * shared library libidem.so.1: a program built with this header runs on
+ * every later libidem.so.1.  Later releases add functions, and grow
+ * struct idem_options at its end only (idem_open reads as much of it as
+ * the caller's options.size covers); they never remove a function,
+ * change its arguments or what its results mean, renumber an enum, add
+ * a verdict, or change another struct.  They may append error codes
+ * (IDEM_ERR__MAX grows): a caller treats any non-zero return as a
+ * failure and names it with idem_strerror.  A program built with a newer
+ * header needs a library at least as new: an older one lacks the newer
+ * functions, and refuses options larger than it knows (IDEM_EINVAL).  A
+ * change that would break any of this makes a new soname instead
+ * (libidem.so.2).
  */
 #ifndef IDEM_H
 #define IDEM_H
@@ -41,8 +55,32 @@ extern "C" {
 #endif
 
 /*
+ * This header's version.  IDEM_VERSION_NUMBER is MAJOR * 10000 +
+ * MINOR * 100 + PATCH (MINOR and PATCH stay below 100), so that versions
+ * compare as integers: a program may check at run time that the library
+ * is at least the header it was built with,
+ * idem_version_number() >= IDEM_VERSION_NUMBER.
+ */
+#define IDEM_VERSION_MAJOR 0
+#define IDEM_VERSION_MINOR 2
+#define IDEM_VERSION_PATCH 0
+#define IDEM_VERSION_NUMBER (IDEM_VERSION_MAJOR * 10000 + \
+	IDEM_VERSION_MINOR * 100 + IDEM_VERSION_PATCH)
+
+/*
+ * The library's version, which may be newer than the header's: as a
+ * static string "MAJOR.MINOR.PATCH" (never NULL, never to be freed), and
+ * as IDEM_VERSION_NUMBER encodes it.  Cannot fail.
+ */
+const char *idem_version(void);
+int idem_version_number(void);
+
+/*
  * Every function that can fail returns IDEM_OK (0) or one of these.
- * Backend codes (LMDB's, errno) never cross this interface.
+ * Backend codes (LMDB's, errno) never cross this interface.  The values
+ * never change; later releases may append codes before IDEM_ERR__MAX,
+ * which therefore only bounds the codes of the header a program was
+ * built with.
  */
 enum idem_err {
 	IDEM_OK = 0,
@@ -64,7 +102,10 @@ enum idem_err {
 	IDEM_ERR__MAX
 };
 
-/* A static, human-readable description of err (never NULL). */
+/*
+ * A static, human-readable description of err: never NULL, never to be
+ * freed; "unknown error" for a code this library does not know.
+ */
 const char *idem_strerror(int err);
 
 /* The request fingerprint. */
@@ -110,7 +151,22 @@ struct idem_response {
 /* A clock for the library: milliseconds since the Unix epoch. */
 typedef uint64_t (*idem_clock_fn)(void *ctx);
 
+/*
+ * What idem_open is told.  Start from IDEM_OPTIONS_INIT, which sets size
+ * and zeroes the rest (every field's zero is its default), then set the
+ * fields you need:
+ *
+ *	struct idem_options opt = IDEM_OPTIONS_INIT;
+ *
+ *	opt.dir = "/var/lib/app/store";
+ *
+ * or, in C, name size in the initialiser:
+ * { .size = sizeof(struct idem_options), .dir = ... }.  Later releases
+ * append fields; a program built before them passes a smaller size, and
+ * idem_open takes the fields it does not cover as zero.
+ */
 struct idem_options {
+	size_t size;               /* sizeof(struct idem_options) */
 	/*
 	 * The store: an LMDB directory (created if missing), or a
 	 * PostgreSQL database named by a libpq URI, postgresql://... or
@@ -159,22 +215,43 @@ struct idem_options {
 	unsigned pg_statement_timeout_ms;
 	unsigned pg_lock_timeout_ms;
 	unsigned pg_pool_wait_ms;
+	/* New fields go here, at the end, and only here. */
 };
+
+/*
+ * Options with size set and every other field zero, as an initialiser:
+ * C99, or C++20 (before C++20, set size after value-initialising:
+ * idem_options opt = {}; opt.size = sizeof opt;).
+ */
+#define IDEM_OPTIONS_INIT { .size = sizeof(struct idem_options) }
 
 #define IDEM_MAX_TABLES 16
 
 struct idem;
 
 /*
- * Opens the store in opt->dir.  On IDEM_OK *out is the caller's, to be
- * closed with idem_close; opt and the strings it points to are copied.
- * Errors: IDEM_EINVAL (bad options), IDEM_ENOTFOUND (read-only and no
- * store there), IDEM_EROFS, IDEM_ENOMEM, IDEM_EIO.
+ * Opens the store in opt->dir.  idem_open reads the first opt->size
+ * bytes of *opt and nothing past them; the fields they do not cover
+ * count as zero.  On IDEM_OK *out is the caller's, to be closed with
+ * idem_close; opt and the strings it points to are copied, so they may
+ * go as soon as idem_open returns.  Errors, *out NULL: IDEM_EINVAL (opt
+ * or opt->dir NULL; a bad option; a key file that cannot be read, does
+ * not parse or that others may read; opt->size smaller than the options
+ * of 0.2.0, or larger than this library's: a program built with a newer
+ * idem.h than the library, which idem_open also says on standard error),
+ * IDEM_ENOTFOUND (read-only and no store there), IDEM_EROFS,
+ * IDEM_ENOMEM, IDEM_EIO.
  */
 int idem_open(const struct idem_options *opt, struct idem **out);
+
+/*
+ * Closes the store and frees the handle: every call made on it must have
+ * been freed (idem_call_free) and no thread may be using it.  idem may
+ * be NULL.
+ */
 void idem_close(struct idem *idem);
 
-/* The time by the handle's clock. */
+/* The time by the handle's clock.  Cannot fail. */
 uint64_t idem_now_ms(const struct idem *idem);
 
 /*
@@ -208,11 +285,19 @@ typedef int (*idem_tx_fn)(void *ctx, struct idem_tx *tx);
 int idem_tx_get(struct idem_tx *tx, const char *table, const void *key,
     size_t keylen, const void **val, size_t *vallen);
 
-/* Writes key -> val, replacing any value.  IDEM_EFULL, IDEM_EIO... */
+/*
+ * Writes key -> val (copied), replacing any value; a value read through
+ * tx before is no longer valid.  IDEM_EINVAL (no such table, an empty
+ * key, val NULL with vallen not 0), IDEM_ETOOBIG (the key), IDEM_EFULL,
+ * IDEM_EIO, IDEM_ENOMEM (sealing the value).
+ */
 int idem_tx_put(struct idem_tx *tx, const char *table, const void *key,
     size_t keylen, const void *val, size_t vallen);
 
-/* Deletes the row.  IDEM_ENOTFOUND when there is none. */
+/*
+ * Deletes the row.  IDEM_ENOTFOUND when there is none, IDEM_EINVAL (no
+ * such table, an empty key), IDEM_ETOOBIG (the key), IDEM_EIO.
+ */
 int idem_tx_del(struct idem_tx *tx, const char *table, const void *key,
     size_t keylen);
 
@@ -235,7 +320,10 @@ enum idem_verdict {
 	IDEM_VERDICT__MAX
 };
 
-/* "claim", "takeover", "replay", "conflict", "mismatch", "limited". */
+/*
+ * "claim", "takeover", "replay", "conflict", "mismatch", "limited": a
+ * static string, never NULL; "unknown" for any other value.
+ */
 const char *idem_strverdict(enum idem_verdict v);
 
 /*
@@ -373,7 +461,9 @@ int idem_release(struct idem_call *c, idem_tx_fn hook, void *hook_ctx);
 /*
  * Ends the lease now but keeps the claim and its recovery point, after a
  * failure that may have left a side effect: the next retry takes it
- * over (IDEM_RESUME) at once.  IDEM_ELOST, store errors.
+ * over (IDEM_RESUME) at once.  IDEM_ELOST, IDEM_EINVAL (not a claim),
+ * the store's errors (IDEM_EFULL, IDEM_EIO, IDEM_EROFS, IDEM_ENOMEM);
+ * after one the lease still runs out in its time.
  */
 int idem_abandon(struct idem_call *c);
 

@@ -382,13 +382,6 @@ struct store_ops {
 };
 
 /*
- * idem_open on another backend than LMDB (a simulated store, a future
- * PostgreSQL one): otherwise the same as idem_open.
- */
-int idem_open_backend(const struct idem_options *opt,
-    const struct store_ops *backend, struct idem **out);
-
-/*
  * The store behind a library handle, for the application's own tools
  * (the completer's walk of stuck claims); borrowed for the handle's life.
  */

@@ -19,6 +19,7 @@
 #include "fault.h"
 #include "handlers.h"
 #include "idem.h"
+#include "idem_backend.h"
 #include "json.h"
 #include "keyhash.h"
 #include "metrics.h"
@@ -133,6 +134,7 @@ static int
 app_open_locked(struct app *a)
 {
 	struct idem_options opt = {
+		.size = sizeof(struct idem_options),
 		.dir = a->cfg.store[0] != '\0' ? a->cfg.store : a->cfg.db_dir,
 		.map_size = a->cfg.map_size,
 		.lease_ms = a->cfg.lease_ms,
@@ -155,8 +157,8 @@ app_open_locked(struct app *a)
 	int rc;
 
 	if (a->idem == NULL) {
-		if ((rc = idem_open_backend(&opt, a->inj.backend, &a->idem)) !=
-		    IDEM_OK) {
+		if ((rc = idem__open_backend(&opt, a->inj.backend,
+		    &a->idem)) != IDEM_OK) {
 			a->idem = NULL;
 			return rc;
 		}

@@ -91,6 +91,7 @@ provider_open(const struct provider_config *cfg, struct provider **out)
 		return IDEM_OK;
 	}
 	memset(&opt, 0, sizeof(opt));
+	opt.size = sizeof(opt);
 	opt.dir = cfg->dir;
 	opt.map_size = cfg->map_size;
 	opt.commit_delay_us = cfg->commit_delay_us;

@@ -84,6 +84,7 @@ psvc_open(const struct psvc_config *cfg, struct psvc **out)
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return IDEM_ENOMEM;
 	memset(&opt, 0, sizeof(opt));
+	opt.size = sizeof(opt);
 	opt.dir = cfg->dir;
 	opt.map_size = cfg->map_size;
 	opt.ttl_ms = PSVC_TTL_MS;

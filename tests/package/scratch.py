@@ -452,10 +452,10 @@ def library(root):
                   "$(pkg-config --cflags --libs idem) && /tmp/lib && "
                   "ldd /tmp/lib | grep -o '/[^ ]*/libidem\\.so\\.[0-9]*' | "
                   "xargs realpath | xargs dpkg -S"])
-    if p.returncode == 0 and re.search(r"^libidem0(:\w+)?: ", p.stdout, re.M):
-        R.ok("idem.h + pkg-config: a program runs on libidem0's libidem.so")
+    if p.returncode == 0 and re.search(r"^libidem1(:\w+)?: ", p.stdout, re.M):
+        R.ok("idem.h + pkg-config: a program runs on libidem1's libidem.so")
     else:
-        R.fail("idem.h + pkg-config: a program runs on libidem0's libidem.so",
+        R.fail("idem.h + pkg-config: a program runs on libidem1's libidem.so",
                p.stdout)
     p = root.run(["sh", "-ec",
                   "cc -Wall -Werror -o /tmp/lib-static /tmp/lib.c "
@@ -542,7 +542,7 @@ def main():
         if lighttpd:
             lighttpd.terminate()
             lighttpd.wait(10)
-    purge(root, ["idem", "libidem-dev", "libidem0"])
+    purge(root, ["idem", "libidem-dev", "libidem1"])
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ up(void)
 
 	harness_mkdtemp(dir, sizeof(dir));
 	memset(&opt, 0, sizeof(opt));
+	opt.size = sizeof(opt);
 	opt.dir = harness_store(dir, 1);
 	opt.tables = pay_tables;
 	idem = NULL;

@@ -5,6 +5,7 @@
  * and Retry-After, each on its own store and its own clock.
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,7 @@ open_with(uint64_t max_keys)
 	struct idem *h = NULL;
 
 	memset(&opt, 0, sizeof(opt));
+	opt.size = sizeof(opt);
 	opt.dir = harness_store(dir, 0);
 	opt.lease_ms = LEASE;
 	opt.ttl_ms = TTL;
@@ -406,9 +408,62 @@ test_reserved_table(void)
 	struct idem *h;
 
 	memset(&opt, 0, sizeof(opt));
+	opt.size = sizeof(opt);
 	opt.dir = dir;
 	opt.tables = bad;
 	HARNESS_EQ(idem_open(&opt, &h), IDEM_EINVAL);
+}
+
+/*
+ * idem_open takes the options' size from the caller: the struct of 0.2.0
+ * or larger up to this library's, read no further than size (the block
+ * below is exactly that big, so ASan sees a read past it); smaller, and
+ * larger (a newer idem.h's), are IDEM_EINVAL with the handle NULL.
+ */
+static void
+test_options_size(void)
+{
+	static const size_t bad[] = { 0, sizeof(size_t),
+	    offsetof(struct idem_options, secret_file),
+	    sizeof(struct idem_options) + 1,
+	    sizeof(struct idem_options) + 64 };
+	struct idem_options init = IDEM_OPTIONS_INIT, *exact;
+	struct idem *h;
+	size_t i;
+
+	HARNESS_EQ(init.size, sizeof(struct idem_options));
+	HARNESS_EQ(init.dir == NULL && init.tables == NULL &&
+	    init.clock == NULL && init.secret_file == NULL, 1);
+	init.dir = harness_store(dir, 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		h = (struct idem *)&init;
+		init.size = bad[i];
+		HARNESS_EQ(idem_open(&init, &h), IDEM_EINVAL);
+		HARNESS_EQ(h == NULL, 1);
+	}
+	HARNESS_EQ(idem_open(NULL, &h), IDEM_EINVAL);
+	init.size = sizeof(init);
+	exact = malloc(sizeof(*exact));
+	CU_ASSERT_FATAL(exact != NULL);
+	memcpy(exact, &init, sizeof(init));
+	HARNESS_EQ(idem_open(exact, &h), IDEM_OK);
+	free(exact);
+	idem_close(h);
+}
+
+/* The library's version is the header's and the release's. */
+static void
+test_version(void)
+{
+	char s[32];
+
+	snprintf(s, sizeof(s), "%d.%d.%d", IDEM_VERSION_MAJOR,
+	    IDEM_VERSION_MINOR, IDEM_VERSION_PATCH);
+	CU_ASSERT_STRING_EQUAL(idem_version(), s);
+	CU_ASSERT_STRING_EQUAL(idem_version(), PACKAGE_VERSION);
+	HARNESS_EQ(idem_version_number(), IDEM_VERSION_NUMBER);
+	HARNESS_EQ(IDEM_VERSION_NUMBER, IDEM_VERSION_MAJOR * 10000 +
+	    IDEM_VERSION_MINOR * 100 + IDEM_VERSION_PATCH);
 }
 
 /*
@@ -630,6 +685,9 @@ harness_suites(void)
 	    CU_add_test(s, "rows by table name", test_rows) == NULL ||
 	    CU_add_test(s, "reserved table names", test_reserved_table) ==
 	    NULL ||
+	    CU_add_test(s, "options carry their size", test_options_size) ==
+	    NULL ||
+	    CU_add_test(s, "version", test_version) == NULL ||
 	    CU_add_test(s, "Retry-After from the typical run",
 	    test_retry_after_from_typical_run) == NULL ||
 	    CU_add_test(s, "Retry-After with idem.h alone",

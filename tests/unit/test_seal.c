@@ -79,6 +79,7 @@ open_idem(const char *secret)
 	struct idem *h = NULL;
 
 	memset(&opt, 0, sizeof(opt));
+	opt.size = sizeof(opt);
 	opt.dir = harness_store(dir, 0);
 	opt.tables = tables;
 	opt.secret_file = secret;
