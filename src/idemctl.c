@@ -15,7 +15,8 @@
  *                             ran out, keys shown by their keyhash
  *   idemctl hash-key [SECRET] the keys-file digest of an API secret
  *   idemctl new-key ACCOUNT   a fresh API secret and its keys-file line
- *   idemctl migrate           bring a PostgreSQL store's schema up to date
+ *   idemctl migrate [--to V]  bring a PostgreSQL store's schema up to date,
+ *                             or to version V (a rolling upgrade's expand)
  *   idemctl new-secret FILE, idemctl rekey
  *                             the keys that seal the store (idemctl_seal.c)
  *
@@ -56,7 +57,7 @@ static const char ctl_usage_text[] =
     "  stuck [--json]                    claims whose lease ran out\n"
     "  hash-key [SECRET]                 keys-file digest of a secret\n"
     "  new-key ACCOUNT                   a fresh API secret\n"
-    "  migrate                           PostgreSQL schema up to date\n"
+    "  migrate [--to VERSION]            PostgreSQL schema up to date\n"
     "  new-secret FILE                   a key file to seal the store\n"
     "  rekey [-n N] [-w MS] [-P]         reseal under the current key\n"
     "exit: 0 ok, 1 failure, 2 usage, 3 inspect: no such key\n";
@@ -206,26 +207,36 @@ ctl_progress_on(void)
 }
 
 /*
- * Brings a PostgreSQL store's schema up to date; an LMDB store needs
- * nothing.
+ * Brings a PostgreSQL store's schema up to date, or up to --to VERSION
+ * (the expand step of a rolling upgrade); an LMDB store needs nothing.
+ * Prints the version and the oldest program schema that runs on it.
  */
 static int
-ctl_migrate(void)
+ctl_migrate(int argc, char *argv[])
 {
 	char err[512];
-	int from, to;
+	long long target = 0;
+	int from, to, compat;
 
+	if (argc == 3 && strcmp(argv[1], "--to") == 0) {
+		if ((target = ctl_number(argv[2], INT_MAX)) < 0)
+			ctl_usage();
+	} else if (argc != 1)
+		ctl_usage();
 	if (!store_pg_uri(ctl_cfg.store)) {
 		printf("schema: nothing to migrate (LMDB store)\n");
 		return CTL_OK;
 	}
-	if (store_pg_migrate(ctl_cfg.store, &from, &to, err,
-	    sizeof(err)) != 0) {
+	if (store_pg_migrate_to(ctl_cfg.store, (int)target, &from, &to,
+	    &compat, err, sizeof(err)) != 0) {
+		if (to != from)
+			fprintf(stderr, "idemctl: migrate: applied %d to %d\n",
+			    from + 1, to);
 		fprintf(stderr, "idemctl: migrate: %s\n", err);
 		return CTL_FAIL;
 	}
-	printf("schema: version %d%s\n", to, from == to ? " (up to date)" :
-	    "");
+	printf("schema: version %d%s; programs of schema %d to %d run on "
+	    "it\n", to, from == to ? " (up to date)" : "", compat, to);
 	return CTL_OK;
 }
 
@@ -355,8 +366,8 @@ main(int argc, char *argv[])
 		return ctl_hash_key(argc == 2 ? argv[1] : NULL);
 	if (strcmp(argv[0], "new-key") == 0 && argc == 2)
 		return ctl_new_key(argv[1]);
-	if (strcmp(argv[0], "migrate") == 0 && argc == 1)
-		return ctl_migrate();
+	if (strcmp(argv[0], "migrate") == 0)
+		return ctl_migrate(argc, argv);
 	if (strcmp(argv[0], "new-secret") == 0)
 		return ctl_new_secret(argc, argv);
 	if (strcmp(argv[0], "rekey") == 0)

@@ -25,7 +25,10 @@
  *                                          store_pg_commit_lost: COMMIT
  *                                          answered, the session closed
  *                                          unread; store_pg_commit_unsent:
- *                                          closed before COMMIT is sent
+ *                                          closed before COMMIT is sent;
+ *                                          store_pg_schema_due: the call
+ *                                          reads the schema's version
+ *                                          again, as every 10 s
  *     IDEM_FAULT=store_wait:jump=86400000  the clock moves a day ahead
  *                                          each time a group commit's
  *                                          leader holds the write lock

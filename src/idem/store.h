@@ -456,14 +456,26 @@ extern const struct store_ops store_lmdb_ops;
 extern const struct store_ops store_pg_ops;
 int store_pg_uri(const char *where);
 /*
- * Brings the database's schema to the version this library knows, in
- * one transaction; nothing to do is success.  *from and *to get the
- * versions before and after.  -1 with a message in err when it cannot
- * connect, when a migration fails (nothing applied), or when the
- * database is newer than the library.
+ * Brings the database's schema to the version this library knows, each
+ * migration in a transaction of its own; nothing to do is success, as
+ * is a database newer than the library whose recorded compat the
+ * library's version reaches (it runs on it: store_pg.c, pg_schema_fits).
+ * *from and *to get the versions before and after.  -1 with a message
+ * in err when it cannot connect, when a migration fails (those before
+ * it stay applied, *to says up to where), or when the database is newer
+ * than the library and past its range.
  */
 int store_pg_migrate(const char *conninfo, int *from, int *to, char *err,
     size_t errlen);
+/*
+ * store_pg_migrate up to version target at most (0: all): the expand
+ * step of a rolling upgrade stops before the release's contract
+ * migrations.  A database at or past target is left as it is.
+ * *compat gets the oldest program version that runs on the schema it
+ * leaves.  -1 also when target is past the library's last migration.
+ */
+int store_pg_migrate_to(const char *conninfo, int target, int *from,
+    int *to, int *compat, char *err, size_t errlen);
 /* Deletes every record and row of a migrated database: for tests. */
 int store_pg_wipe(const char *conninfo);
 

@@ -59,9 +59,36 @@
 /*
  * The schema's migrations, in order; migration i brings the schema to
  * version i + 1.  Never edit one that has shipped: add the next.
+ *
+ * Each says which programs run on the schema it leaves (compat: the
+ * oldest schema version a program may have and still run on it; the
+ * rule is in pg_schema_fits), and idemctl migrate records that beside
+ * its version, so that a program can judge a newer database without
+ * knowing the migrations that made it.  An expand migration leaves
+ * compat as it was: it only adds what older programs do not see
+ * (tables, nullable columns, indexes), and the newer program works with
+ * what the older ones write.  A contract migration raises compat: it
+ * removes or changes what programs below compat use, which must all be
+ * gone before it runs (doc/DESIGN.md, "Rolling upgrade").  Migrations 1
+ * to 4 are contract migrations to their own version: each added what a
+ * program of the schema before would not keep (counts, generations) or
+ * changed what it wrote (idem_quota's key), so the fleet stops for them.
+ *
+ * A migration runs in a transaction of its own with a lock timeout,
+ * again after a pause when it timed out (pg_migrate_step); one that
+ * names an index is a single CREATE INDEX CONCURRENTLY, which runs
+ * outside a transaction and takes no lock that stops writers.
  */
-static const char *const pg_migrations[PG_SCHEMA_VERSION] = {
+struct pg_migration {
+	enum { PG_EXPAND, PG_CONTRACT } kind;
+	int compat;
+	const char *index;      /* built concurrently: its name, else NULL */
+	const char *sql;
+};
+
+static const struct pg_migration pg_migrations[PG_SCHEMA_VERSION] = {
 	/* 1: records with their indexes, application rows */
+	{ PG_CONTRACT, 1, NULL,
 	"CREATE TABLE idem_keys ("
 	"  scope bytea NOT NULL,"
 	"  key bytea NOT NULL,"
@@ -76,11 +103,12 @@ static const char *const pg_migrations[PG_SCHEMA_VERSION] = {
 	"  tbl text NOT NULL,"
 	"  k bytea NOT NULL,"
 	"  v bytea NOT NULL,"
-	"  PRIMARY KEY (tbl, k));",
+	"  PRIMARY KEY (tbl, k));" },
 	/*
 	 * 2: the count of each scope's records (the per-scope bound) and of
 	 * each table's rows, kept by the writes, from what is there now
 	 */
+	{ PG_CONTRACT, 2, NULL,
 	"CREATE TABLE idem_quota ("
 	"  scope bytea PRIMARY KEY,"
 	"  n bigint NOT NULL);"
@@ -92,36 +120,41 @@ static const char *const pg_migrations[PG_SCHEMA_VERSION] = {
 	"  n bigint NOT NULL,"
 	"  PRIMARY KEY (tbl, slot));"
 	"INSERT INTO idem_counts (tbl, slot, n)"
-	"  SELECT tbl, 0, count(*) FROM idem_rows GROUP BY tbl;",
+	"  SELECT tbl, 0, count(*) FROM idem_rows GROUP BY tbl;" },
 	/*
 	 * 3: each scope's count spread over slots, as the tables' counts
 	 * are, so that one scope's claims do not queue on one row
 	 */
+	{ PG_CONTRACT, 3, NULL,
 	"ALTER TABLE idem_quota ADD COLUMN slot integer NOT NULL DEFAULT 0;"
 	"ALTER TABLE idem_quota ALTER COLUMN slot DROP DEFAULT;"
 	"ALTER TABLE idem_quota DROP CONSTRAINT idem_quota_pkey;"
-	"ALTER TABLE idem_quota ADD PRIMARY KEY (scope, slot);",
+	"ALTER TABLE idem_quota ADD PRIMARY KEY (scope, slot);" },
 	/*
 	 * 4: each key's generation, which outlives its records: how many of
 	 * its lifetimes have ended (store.h)
 	 */
+	{ PG_CONTRACT, 4, NULL,
 	"CREATE TABLE idem_gens ("
 	"  scope bytea NOT NULL,"
 	"  key bytea NOT NULL,"
 	"  gen bigint NOT NULL,"
-	"  PRIMARY KEY (scope, key));"
+	"  PRIMARY KEY (scope, key));" }
 };
 
 /*
  * The sessions of idemctl migrate and of the tests' wipe: a connect
- * timeout, and neither a statement nor a lock timeout, since a
- * migration may rewrite a large table and wait for running writers.
+ * timeout, and no statement timeout, since a migration may rewrite a
+ * large table; each migration sets its own lock timeout
+ * (pg_migrate_step).
  */
 static const struct pglimits pg_tool_limits = { PG_CONNECT_TIMEOUT_S, 0, 0,
     0 };
 
 /* Any number, the same in every process: serialises migrations. */
 #define PG_MIGRATE_LOCK "7137801"
+
+static int pg_schema_check(struct pgstore *s, struct pgconn *pc, int opened);
 
 struct pgstore *
 pgstore_of(struct store *s)
@@ -438,6 +471,7 @@ pg_acquire(struct pgstore *s, struct pgconn **out)
 	struct pgconn *pc;
 	struct timespec until;
 	uint64_t ns;
+	int opened, rc;
 
 	*out = NULL;
 	/* A connection opened by a parent process is never ours to use. */
@@ -472,9 +506,14 @@ pg_acquire(struct pgstore *s, struct pgconn **out)
 		pg_session_close(pc);
 	pc->broken = 0;
 	pc->begin = 0;
+	opened = pc->c == NULL;
 	if (pc->c == NULL && pg_session_open(s, pc) != IDEM_OK) {
 		pg_release(s, pc);
 		return IDEM_EIO;
+	}
+	if ((rc = pg_schema_check(s, pc, opened)) != IDEM_OK) {
+		pg_release(s, pc);
+		return rc;
 	}
 	*out = pc;
 	return IDEM_OK;
@@ -831,86 +870,455 @@ pg_table_ok(const struct pgstore *s, const char *name)
 	return 0;
 }
 
+#ifdef IDEM_FAULT_POINTS
 /*
- * The schema version of the database behind c: 0 for none, -1 when it
- * cannot be read.
+ * Migrations for the tests of a rolling upgrade, after the real ones:
+ * IDEM_TEST_PG_MIGRATION_n (n from 1) is version PG_SCHEMA_VERSION + n,
+ * as "expand COMPAT SQL", "contract COMPAT SQL" or "index COMPAT NAME
+ * SQL" (an expand migration that builds the index NAME concurrently).
+ * Only idemctl migrate and the tests' store_pg_migrate read them; the
+ * store's own version stays PG_SCHEMA_VERSION, so that a test plays an
+ * older program on a database a newer one migrated.  Not in a
+ * production build.
  */
-static long
-pg_schema_version(PGconn *c)
+#define PG_TEST_MIGRATIONS 4
+
+static int
+pg_test_migration(int n, struct pg_migration *m)
+{
+	static char names[PG_TEST_MIGRATIONS][64];
+	char var[40], *end;
+	const char *v;
+	size_t len;
+
+	snprintf(var, sizeof(var), "IDEM_TEST_PG_MIGRATION_%d", n);
+	if (n > PG_TEST_MIGRATIONS || (v = getenv(var)) == NULL)
+		return -1;
+	memset(m, 0, sizeof(*m));
+	if (strncmp(v, "expand ", 7) == 0 || strncmp(v, "index ", 6) == 0)
+		m->kind = PG_EXPAND;
+	else if (strncmp(v, "contract ", 9) == 0)
+		m->kind = PG_CONTRACT;
+	else
+		return -1;
+	m->compat = (int)strtol(strchr(v, ' ') + 1, &end, 10);
+	if (*end != ' ')
+		return -1;
+	m->sql = end + 1;
+	if (v[0] == 'i') {
+		len = strcspn(m->sql, " ");
+		if (len == 0 || len >= sizeof(names[0]) || m->sql[len] == '\0')
+			return -1;
+		memcpy(names[n - 1], m->sql, len);
+		names[n - 1][len] = '\0';
+		m->index = names[n - 1];
+		m->sql += len + 1;
+	}
+	return 0;
+}
+#else
+#define pg_test_migration(n, m) (-1)
+#endif
+
+/* Migration version (from 1) into *m: 0, or -1 when there is none. */
+static int
+pg_migration_at(int version, struct pg_migration *m)
+{
+	if (version < 1)
+		return -1;
+	if (version <= PG_SCHEMA_VERSION) {
+		*m = pg_migrations[version - 1];
+		return 0;
+	}
+	return pg_test_migration(version - PG_SCHEMA_VERSION, m);
+}
+
+/* The version the migrations this program has bring a database to. */
+static int
+pg_migration_last(void)
+{
+	struct pg_migration m;
+	int v = PG_SCHEMA_VERSION;
+
+	while (pg_migration_at(v + 1, &m) == 0)
+		v++;
+	return v;
+}
+
+/*
+ * Whether a program of schema version P runs on a database of version v
+ * whose recorded compat is compat: on its own version, and on a newer
+ * one whose migrations since P were all expand migrations (compat at
+ * most P).  Never on an older one, which lacks what it writes.
+ */
+static int
+pg_schema_fits(long v, long compat, long p)
+{
+	return v == p || (v > p && compat <= p);
+}
+
+/*
+ * The schema version of the database behind c into *v (0 for none) and
+ * the oldest program version that runs on it into *compat (the version
+ * itself when a program from before compat was recorded migrated it):
+ * 0, or -1 with a message in err when they cannot be read.  The column
+ * is read through to_jsonb, so that a database migrated before it
+ * existed is read as well.
+ */
+static int
+pg_schema_read(PGconn *c, long *v, long *compat, char *err, size_t errlen)
 {
 	PGresult *r;
-	long v = -1;
+	const char *state;
+	int rc = -1;
 
-	r = PQexec(c, "SELECT coalesce(max(version), 0) FROM "
-	    "idem_schema_version");
-	if (r == NULL)
+	*v = *compat = 0;
+	r = PQexec(c, "SELECT version, coalesce((to_jsonb(s) ->> 'compat')"
+	    "::integer, version) FROM idem_schema_version s "
+	    "ORDER BY version DESC LIMIT 1");
+	if (r == NULL) {
+		snprintf(err, errlen, "%s", PQerrorMessage(c));
 		return -1;
-	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
-		v = strtol(PQgetvalue(r, 0, 0), NULL, 10);
-	else if (PQresultStatus(r) == PGRES_FATAL_ERROR &&
-	    PQresultErrorField(r, PG_DIAG_SQLSTATE) != NULL &&
-	    strcmp(PQresultErrorField(r, PG_DIAG_SQLSTATE), "42P01") == 0)
-		v = 0;
+	}
+	state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+	if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+		if (PQntuples(r) == 1) {
+			*v = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+			*compat = strtol(PQgetvalue(r, 0, 1), NULL, 10);
+		}
+		rc = 0;
+	} else if (state != NULL && strcmp(state, "42P01") == 0)
+		rc = 0;
+	else
+		snprintf(err, errlen, "%s", PQresultErrorMessage(r));
 	PQclear(r);
-	return v;
+	return rc;
+}
+
+/*
+ * Why a program of schema version p does not run on a database of
+ * version v and compat compat, in buf: the message the backend logs
+ * and idemctl migrate prints.
+ */
+static void
+pg_schema_why(long v, long compat, long p, char *buf, size_t len)
+{
+	if (v < p)
+		snprintf(buf, len, "the PostgreSQL store has schema version "
+		    "%ld, this program needs %ld: run idemctl migrate", v, p);
+	else
+		snprintf(buf, len, "the PostgreSQL store has schema version "
+		    "%ld, newer than this program's %ld, and only programs of "
+		    "schema %ld to %ld run on it: run the program that "
+		    "migrated it", v, p, compat, v);
+}
+
+/*
+ * The schema check of a running program, on pc's session: when it was
+ * just opened (opened set), when PG_SCHEMA_CHECK_MS have passed since
+ * the last check, and, with fault points, whenever
+ * store_pg_schema_due:fail says so.  IDEM_OK when the database's
+ * version runs this program (pg_schema_fits), else IDEM_EIO, as every
+ * call gets until a check finds it fits again: a program never writes
+ * to a schema past its range.  Each change of the version seen is
+ * logged once, with both versions.  One thread checks when the time
+ * comes; the others go on with what the last check found.
+ */
+static int
+pg_schema_check(struct pgstore *s, struct pgconn *pc, int opened)
+{
+	char why[256];
+	struct timespec ts;
+	uint64_t now;
+	long v, compat;
+	int due, bad, fits;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	due = opened || fault_point("store_pg_schema_due");
+	pthread_mutex_lock(&s->mu);
+	if (now >= s->schema_due_ms)
+		due = 1;
+	if (due)
+		s->schema_due_ms = now + PG_SCHEMA_CHECK_MS;
+	bad = s->schema_bad;
+	pthread_mutex_unlock(&s->mu);
+	if (!due)
+		return bad ? IDEM_EIO : IDEM_OK;
+	if (pg_schema_read(pc->c, &v, &compat, why, sizeof(why)) != 0) {
+		if (PQstatus(pc->c) != CONNECTION_OK)
+			pc->broken = 1;
+		else
+			fprintf(stderr, "idem: cannot read the PostgreSQL "
+			    "store's schema version: %s", why);
+		pthread_mutex_lock(&s->mu);
+		s->schema_due_ms = 0;
+		pthread_mutex_unlock(&s->mu);
+		return IDEM_EIO;
+	}
+	fits = pg_schema_fits(v, compat, PG_SCHEMA_VERSION);
+	pthread_mutex_lock(&s->mu);
+	if (v != s->schema_v || compat != s->schema_compat) {
+		if (!fits)
+			pg_schema_why(v, compat, PG_SCHEMA_VERSION, why,
+			    sizeof(why));
+		else if (v != PG_SCHEMA_VERSION)
+			snprintf(why, sizeof(why), "the PostgreSQL store has "
+			    "schema version %ld, newer than this program's %d, "
+			    "and programs of schema %ld to %ld run on it", v,
+			    PG_SCHEMA_VERSION, compat, v);
+		else
+			snprintf(why, sizeof(why), "the PostgreSQL store has "
+			    "schema version %ld again, this program's own", v);
+		fprintf(stderr, "idem: %s\n", why);
+		s->schema_v = v;
+		s->schema_compat = compat;
+	}
+	s->schema_bad = !fits;
+	pthread_mutex_unlock(&s->mu);
+	return fits ? IDEM_OK : IDEM_EIO;
+}
+
+/*
+ * Runs sql on a tool's session: 0; 1 when it waited for a lock past the
+ * lock timeout (SQLSTATE 55P03: nothing done, try again); -1 on any
+ * other failure, with the server's message in err.
+ */
+static int
+pg_exec_tool(PGconn *c, const char *sql, char *err, size_t errlen)
+{
+	PGresult *r = PQexec(c, sql);
+	const char *state;
+	int rc = 0;
+
+	if (r == NULL || (PQresultStatus(r) != PGRES_COMMAND_OK &&
+	    PQresultStatus(r) != PGRES_TUPLES_OK)) {
+		state = r != NULL ? PQresultErrorField(r, PG_DIAG_SQLSTATE) :
+		    NULL;
+		rc = state != NULL && strcmp(state, "55P03") == 0 ? 1 : -1;
+		snprintf(err, errlen, "%s", r != NULL ?
+		    PQresultErrorMessage(r) : PQerrorMessage(c));
+	}
+	PQclear(r);
+	return rc;
 }
 
 static int
 pg_exec_plain(PGconn *c, const char *sql, char *err, size_t errlen)
 {
-	PGresult *r = PQexec(c, sql);
-	int ok = r != NULL && (PQresultStatus(r) == PGRES_COMMAND_OK ||
-	    PQresultStatus(r) == PGRES_TUPLES_OK);
+	return pg_exec_tool(c, sql, err, errlen) == 0 ? 0 : -1;
+}
 
-	if (!ok)
-		snprintf(err, errlen, "%s", r != NULL ?
-		    PQresultErrorMessage(r) : PQerrorMessage(c));
+/*
+ * One transaction of a migration: sql, then, for version > 0, the
+ * version's row with its compat, all under a lock timeout of
+ * PG_MIGRATE_LOCK_MS.  The result of pg_exec_tool; nothing committed
+ * unless 0.
+ */
+static int
+pg_migrate_tx(PGconn *c, const char *sql, int version, int compat,
+    char *err, size_t errlen)
+{
+	char row[160];
+	int rc;
+
+	snprintf(row, sizeof(row), "INSERT INTO idem_schema_version "
+	    "(version, compat) VALUES (%d, %d)", version, compat);
+	if ((rc = pg_exec_tool(c, "BEGIN; SET LOCAL lock_timeout TO "
+	    PG_STR(PG_MIGRATE_LOCK_MS), err, errlen)) != 0 ||
+	    (rc = pg_exec_tool(c, sql, err, errlen)) != 0 ||
+	    (version > 0 && (rc = pg_exec_tool(c, row, err, errlen)) != 0) ||
+	    (rc = pg_exec_tool(c, "COMMIT", err, errlen)) != 0)
+		(void)pg_exec_tool(c, "ROLLBACK", row, sizeof(row));
+	return rc;
+}
+
+/*
+ * A migration that builds one index concurrently: CREATE INDEX
+ * CONCURRENTLY takes a lock that lets writers go on, but runs outside a
+ * transaction, and one that fails (a lock timeout, a unique index over
+ * duplicates, a session lost) leaves its index INVALID, which IF NOT
+ * EXISTS would then take for built: such an index is dropped (also
+ * concurrently) before the build, and the version is recorded only once
+ * the index is valid.  The result of pg_exec_tool.
+ */
+static int
+pg_migrate_index(PGconn *c, const struct pg_migration *m, int version,
+    char *err, size_t errlen)
+{
+	char q[256];
+	PGresult *r;
+	int rc, valid = -1;
+
+	snprintf(q, sizeof(q), "SELECT indisvalid FROM pg_index WHERE "
+	    "indexrelid = to_regclass('%s')", m->index);
+	if ((r = PQexec(c, q)) != NULL && PQresultStatus(r) ==
+	    PGRES_TUPLES_OK && PQntuples(r) == 1)
+		valid = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
 	PQclear(r);
-	return ok ? 0 : -1;
+	if ((rc = pg_exec_tool(c, "SET lock_timeout TO "
+	    PG_STR(PG_MIGRATE_LOCK_MS), err, errlen)) != 0)
+		return rc;
+	snprintf(q, sizeof(q), "DROP INDEX CONCURRENTLY IF EXISTS %s",
+	    m->index);
+	if ((valid != 0 || (rc = pg_exec_tool(c, q, err, errlen)) == 0) &&
+	    (rc = pg_exec_tool(c, m->sql, err, errlen)) == 0) {
+		snprintf(q, sizeof(q), "SELECT 1 FROM pg_index WHERE "
+		    "indexrelid = to_regclass('%s') AND indisvalid",
+		    m->index);
+		r = PQexec(c, q);
+		if (r == NULL || PQresultStatus(r) != PGRES_TUPLES_OK ||
+		    PQntuples(r) != 1) {
+			snprintf(err, errlen, "the index %s is not valid",
+			    m->index);
+			rc = -1;
+		}
+		PQclear(r);
+	}
+	(void)pg_exec_tool(c, "SET lock_timeout TO 0", q, sizeof(q));
+	if (rc == 0)
+		rc = pg_migrate_tx(c, "SELECT 1", version, m->compat, err,
+		    errlen);
+	return rc;
+}
+
+/*
+ * Runs one step (sql in a transaction, or an index migration when m has
+ * an index), again after PG_MIGRATE_PAUSE_MS each time it timed out
+ * waiting for a lock, PG_MIGRATE_TRIES times at most: 0, or -1 with a
+ * message in err.  The lock timeout keeps the writers that queue behind
+ * a waiting ALTER TABLE from waiting longer than it, far less than
+ * their own lock timeout; the pause lets them through.
+ */
+static int
+pg_migrate_step(PGconn *c, const char *sql, const struct pg_migration *m,
+    int version, char *err, size_t errlen)
+{
+	struct timespec pause = { PG_MIGRATE_PAUSE_MS / 1000,
+	    (PG_MIGRATE_PAUSE_MS % 1000) * 1000000L };
+	int rc, i;
+
+	for (i = 1; ; i++) {
+		rc = m != NULL && m->index != NULL ?
+		    pg_migrate_index(c, m, version, err, errlen) :
+		    pg_migrate_tx(c, sql, version, m != NULL ? m->compat : 0,
+		    err, errlen);
+		if (rc != 1)
+			break;
+		if (i == PG_MIGRATE_TRIES) {
+			snprintf(err, errlen, "migration %d waited for its "
+			    "locks %d times for %d ms and gave up: a "
+			    "transaction holds them (pg_locks)", version, i,
+			    PG_MIGRATE_LOCK_MS);
+			return -1;
+		}
+		(void)nanosleep(&pause, NULL);
+	}
+	return rc == 0 ? 0 : -1;
+}
+
+/*
+ * Whether migration version's kind and compat agree with the compat
+ * before it: an expand migration keeps it, a contract migration raises
+ * it no further than its own version.
+ */
+static int
+pg_migration_ok(const struct pg_migration *m, int version, int before)
+{
+	return m->kind == PG_EXPAND ? m->compat == before :
+	    m->compat > before && m->compat <= version;
+}
+
+/*
+ * idem_schema_version, and its compat column, for a database made
+ * before there was one (the ALTER takes its lock for an instant, under
+ * the lock timeout).
+ */
+static int
+pg_migrate_table(PGconn *c, char *err, size_t errlen)
+{
+	PGresult *r;
+	int has;
+
+	if (pg_exec_plain(c, "CREATE TABLE IF NOT EXISTS idem_schema_version ("
+	    " version integer PRIMARY KEY,"
+	    " applied_at timestamptz NOT NULL DEFAULT now(),"
+	    " compat integer)", err, errlen) != 0)
+		return -1;
+	r = PQexec(c, "SELECT 1 FROM pg_attribute WHERE attrelid = "
+	    "'idem_schema_version'::regclass AND attname = 'compat' AND "
+	    "NOT attisdropped");
+	has = r != NULL && PQresultStatus(r) == PGRES_TUPLES_OK &&
+	    PQntuples(r) == 1;
+	PQclear(r);
+	return has ? 0 : pg_migrate_step(c, "ALTER TABLE idem_schema_version "
+	    "ADD COLUMN IF NOT EXISTS compat integer", NULL, 0, err, errlen);
 }
 
 int
 store_pg_migrate(const char *conninfo, int *from, int *to, char *err,
     size_t errlen)
 {
-	char sql[128];
-	PGconn *c;
-	long v;
-	int i, rc = -1;
+	int compat;
 
-	*from = *to = 0;
+	return store_pg_migrate_to(conninfo, 0, from, to, &compat, err,
+	    errlen);
+}
+
+int
+store_pg_migrate_to(const char *conninfo, int target, int *from, int *to,
+    int *compat_out, char *err, size_t errlen)
+{
+	struct pg_migration m;
+	PGconn *c;
+	long v, compat;
+	int i, mine = pg_migration_last(), last, rc = -1;
+
+	*from = *to = *compat_out = 0;
+	if (target > mine) {
+		snprintf(err, errlen, "this program's migrations go to version "
+		    "%d, not %d", mine, target);
+		return -1;
+	}
+	last = target > 0 ? target : mine;
 	if ((c = pg_connect(conninfo, 0, &pg_tool_limits)) == NULL) {
 		snprintf(err, errlen, "cannot connect");
 		return -1;
 	}
-	if (pg_exec_plain(c, "BEGIN", err, errlen) != 0 ||
-	    pg_exec_plain(c, "SELECT pg_advisory_xact_lock(" PG_MIGRATE_LOCK
-	    ")", err, errlen) != 0 ||
-	    pg_exec_plain(c, "CREATE TABLE IF NOT EXISTS idem_schema_version ("
-	    " version integer PRIMARY KEY,"
-	    " applied_at timestamptz NOT NULL DEFAULT now())",
+	/* Held by the session to its end: one migrator at a time. */
+	if (pg_exec_plain(c, "SELECT pg_advisory_lock(" PG_MIGRATE_LOCK ")",
 	    err, errlen) != 0)
 		goto out;
-	if ((v = pg_schema_version(c)) < 0) {
-		snprintf(err, errlen, "cannot read the schema version");
+	if (pg_schema_read(c, &v, &compat, err, errlen) != 0)
 		goto out;
-	}
 	*from = *to = (int)v;
-	if (v > PG_SCHEMA_VERSION) {
+	*compat_out = (int)compat;
+	if (v > mine && compat > mine) {
 		snprintf(err, errlen, "the database has schema version %ld, "
-		    "newer than this program's %d", v, PG_SCHEMA_VERSION);
+		    "newer than this program's %d, and only programs of "
+		    "schema %ld to %ld run on it", v, mine, compat, v);
 		goto out;
 	}
-	for (i = (int)v; i < PG_SCHEMA_VERSION; i++) {
-		snprintf(sql, sizeof(sql), "INSERT INTO idem_schema_version "
-		    "(version) VALUES (%d)", i + 1);
-		if (pg_exec_plain(c, pg_migrations[i], err, errlen) != 0 ||
-		    pg_exec_plain(c, sql, err, errlen) != 0)
+	if (pg_migrate_table(c, err, errlen) != 0)
+		goto out;
+	/* Newer, or at the target: nothing to do (never down). */
+	if (v >= last) {
+		rc = 0;
+		goto out;
+	}
+	for (i = (int)v + 1; i <= last; i++) {
+		if (pg_migration_at(i, &m) != 0 ||
+		    !pg_migration_ok(&m, i, (int)compat)) {
+			snprintf(err, errlen, "migration %d is not a valid "
+			    "expand or contract migration", i);
 			goto out;
+		}
+		if (pg_migrate_step(c, m.sql, &m, i, err, errlen) != 0)
+			goto out;
+		*to = i;
+		*compat_out = m.compat;
+		compat = m.compat;
 	}
-	if (pg_exec_plain(c, "COMMIT", err, errlen) != 0)
-		goto out;
-	*to = PG_SCHEMA_VERSION;
 	rc = 0;
 out:
 	PQfinish(c);
@@ -940,7 +1348,6 @@ pg_open(const struct store_config *cfg, struct store **out)
 	struct pgstore *s;
 	struct pgconn *pc;
 	pthread_condattr_t ca;
-	long v;
 	size_t i;
 	int rc;
 
@@ -975,33 +1382,23 @@ pg_open(const struct store_config *cfg, struct store **out)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->cv, &ca);
 	pthread_condattr_destroy(&ca);
-	/* The first connection checks the schema, and stays in the pool. */
+	/*
+	 * The first connection checks the schema (pg_schema_check, as
+	 * every new session does), and stays in the pool.  Never run on a
+	 * schema this program does not know to be compatible: an older one
+	 * lacks what it writes, and one past its range may have lost what
+	 * it uses (a downgrade is not a migration).
+	 */
+	s->schema_v = PG_SCHEMA_VERSION;
+	s->schema_compat = PG_SCHEMA_VERSION;
 	if ((rc = pg_acquire(s, &pc)) != IDEM_OK) {
-		fprintf(stderr, "idem: cannot connect to the PostgreSQL "
-		    "store\n");
+		if (!s->schema_bad)
+			fprintf(stderr, "idem: cannot connect to the "
+			    "PostgreSQL store\n");
 		pg_close(&s->base);
 		return rc;
 	}
-	v = pg_schema_version(pc->c);
 	pg_release(s, pc);
-	/*
-	 * Never run on a schema this program does not know: an older one
-	 * lacks what it writes, and a newer one may hold what it would
-	 * misread or leave out of date (a downgrade is not a migration).
-	 */
-	if (v != PG_SCHEMA_VERSION) {
-		if (v > PG_SCHEMA_VERSION)
-			fprintf(stderr, "idem: the PostgreSQL store has schema "
-			    "version %ld, newer than this program's %d: run "
-			    "the program that migrated it\n", v,
-			    PG_SCHEMA_VERSION);
-		else
-			fprintf(stderr, "idem: the PostgreSQL store has schema "
-			    "version %ld, this program needs %d: run idemctl "
-			    "migrate\n", v, PG_SCHEMA_VERSION);
-		pg_close(&s->base);
-		return IDEM_EIO;
-	}
 	*out = &s->base;
 	return IDEM_OK;
 }

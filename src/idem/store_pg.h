@@ -13,7 +13,9 @@
  *
  * The schema (version PG_SCHEMA_VERSION, applied by idemctl migrate):
  *
- *	idem_schema_version	the migrations applied
+ *	idem_schema_version	the migrations applied: version, when,
+ *				and compat, the oldest program schema
+ *				version that runs on the schema it left
  *	idem_keys		(scope, key) -> rec (record.h encoding),
  *				purge_at: when purge may delete the record
  *				(store_lmdb.h's expiry index time), NULL
@@ -84,6 +86,23 @@
 #define PG_LOCK_TIMEOUT_MS 2000
 #define PG_POOL_WAIT_MS 2000
 
+/*
+ * How often a running program reads the schema's version again besides
+ * when it opens a session (pg_schema_check): after a contract migration
+ * past its range, its calls fail within this (doc/DESIGN.md, "Rolling
+ * upgrade").
+ */
+#define PG_SCHEMA_CHECK_MS 10000
+/*
+ * idemctl migrate: how long a migration's statement waits for a lock
+ * (well below the writers' PG_LOCK_TIMEOUT_MS, so that the writers that
+ * queue behind it get through when it gives up), the pause before it
+ * tries again, and how many times it tries.
+ */
+#define PG_MIGRATE_LOCK_MS 500
+#define PG_MIGRATE_PAUSE_MS 1000
+#define PG_MIGRATE_TRIES 120
+
 struct pglimits {
 	unsigned connect_s;
 	unsigned statement_ms;    /* 0: none (idemctl migrate) */
@@ -131,6 +150,14 @@ struct pgstore {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;            /* on CLOCK_MONOTONIC */
 	struct pgconn conns[PG_POOL_MAX];
+	/*
+	 * The schema check (pg_schema_check), under mu: when the next is
+	 * due (ms of CLOCK_MONOTONIC), the version and compat it saw last,
+	 * and whether they were past this program's range.
+	 */
+	uint64_t schema_due_ms;
+	long schema_v, schema_compat;
+	int schema_bad;
 };
 
 /* Parameters of one statement: bytea in binary, numbers as text. */
