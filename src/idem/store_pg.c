@@ -376,14 +376,25 @@ pg_notice(void *arg, const PGresult *r)
 		pc->warned = 1;
 }
 
-/* Opens pc's session, which its notices reach pg_notice on. */
+/*
+ * Opens pc's session, which its notices reach pg_notice on, if its
+ * commits would wait for a synchronous standby (pg_sync_check: else
+ * IDEM_EUNSAFE, and no session).
+ */
 static int
 pg_session_open(struct pgstore *s, struct pgconn *pc)
 {
+	int rc;
+
 	pc->broken = 0;
 	pc->begin = 0;
 	if ((pc->c = pg_connect(s->conninfo, s->read_only, &s->lim)) == NULL)
 		return IDEM_EIO;
+	if ((rc = pg_sync_check(s, pc->c)) != IDEM_OK) {
+		PQfinish(pc->c);
+		pc->c = NULL;
+		return rc;
+	}
 	PQsetNoticeReceiver(pc->c, pg_notice, pc);
 	return IDEM_OK;
 }
@@ -438,6 +449,7 @@ pg_acquire(struct pgstore *s, struct pgconn **out)
 	struct pgconn *pc;
 	struct timespec until;
 	uint64_t ns;
+	int rc;
 
 	*out = NULL;
 	/* A connection opened by a parent process is never ours to use. */
@@ -472,9 +484,9 @@ pg_acquire(struct pgstore *s, struct pgconn **out)
 		pg_session_close(pc);
 	pc->broken = 0;
 	pc->begin = 0;
-	if (pc->c == NULL && pg_session_open(s, pc) != IDEM_OK) {
+	if (pc->c == NULL && (rc = pg_session_open(s, pc)) != IDEM_OK) {
 		pg_release(s, pc);
-		return IDEM_EIO;
+		return rc;
 	}
 	*out = pc;
 	return IDEM_OK;
@@ -957,6 +969,11 @@ pg_open(const struct store_config *cfg, struct store **out)
 	s->read_only = cfg->read_only;
 	s->max_keys = cfg->max_keys_per_scope;
 	s->pid = getpid();
+	if ((rc = pg_sync_mode(&s->repl)) != IDEM_OK) {
+		free(s->conninfo);
+		free(s);
+		return rc;
+	}
 	for (i = 0; cfg->tables != NULL && cfg->tables[i] != NULL; i++)
 		snprintf(s->tables[i], sizeof(s->tables[i]), "%s",
 		    cfg->tables[i]);
@@ -977,8 +994,9 @@ pg_open(const struct store_config *cfg, struct store **out)
 	pthread_condattr_destroy(&ca);
 	/* The first connection checks the schema, and stays in the pool. */
 	if ((rc = pg_acquire(s, &pc)) != IDEM_OK) {
-		fprintf(stderr, "idem: cannot connect to the PostgreSQL "
-		    "store\n");
+		if (rc != IDEM_EUNSAFE)
+			fprintf(stderr, "idem: cannot connect to the "
+			    "PostgreSQL store\n");
 		pg_close(&s->base);
 		return rc;
 	}
