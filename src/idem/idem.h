@@ -99,6 +99,8 @@ enum idem_err {
 	IDEM_ESEAL,     /* a sealed value did not open: wrong or unknown key,
 	                   changed bytes, or moved to another place */
 	IDEM_EBUSY,     /* the store cannot serve this now: retry later */
+	IDEM_EUNSAFE,   /* the store's commits would not wait for a
+	                   synchronous standby: nothing is written */
 	IDEM_ERR__MAX
 };
 

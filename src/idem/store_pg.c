@@ -409,14 +409,25 @@ pg_notice(void *arg, const PGresult *r)
 		pc->warned = 1;
 }
 
-/* Opens pc's session, which its notices reach pg_notice on. */
+/*
+ * Opens pc's session, which its notices reach pg_notice on, if its
+ * commits would wait for a synchronous standby (pg_sync_check: else
+ * IDEM_EUNSAFE, and no session).
+ */
 static int
 pg_session_open(struct pgstore *s, struct pgconn *pc)
 {
+	int rc;
+
 	pc->broken = 0;
 	pc->begin = 0;
 	if ((pc->c = pg_connect(s->conninfo, s->read_only, &s->lim)) == NULL)
 		return IDEM_EIO;
+	if ((rc = pg_sync_check(s, pc->c)) != IDEM_OK) {
+		PQfinish(pc->c);
+		pc->c = NULL;
+		return rc;
+	}
 	PQsetNoticeReceiver(pc->c, pg_notice, pc);
 	return IDEM_OK;
 }
@@ -507,9 +518,9 @@ pg_acquire(struct pgstore *s, struct pgconn **out)
 	pc->broken = 0;
 	pc->begin = 0;
 	opened = pc->c == NULL;
-	if (pc->c == NULL && pg_session_open(s, pc) != IDEM_OK) {
+	if (pc->c == NULL && (rc = pg_session_open(s, pc)) != IDEM_OK) {
 		pg_release(s, pc);
-		return IDEM_EIO;
+		return rc;
 	}
 	if ((rc = pg_schema_check(s, pc, opened)) != IDEM_OK) {
 		pg_release(s, pc);
@@ -1364,6 +1375,11 @@ pg_open(const struct store_config *cfg, struct store **out)
 	s->read_only = cfg->read_only;
 	s->max_keys = cfg->max_keys_per_scope;
 	s->pid = getpid();
+	if ((rc = pg_sync_mode(&s->repl)) != IDEM_OK) {
+		free(s->conninfo);
+		free(s);
+		return rc;
+	}
 	for (i = 0; cfg->tables != NULL && cfg->tables[i] != NULL; i++)
 		snprintf(s->tables[i], sizeof(s->tables[i]), "%s",
 		    cfg->tables[i]);
@@ -1392,7 +1408,7 @@ pg_open(const struct store_config *cfg, struct store **out)
 	s->schema_v = PG_SCHEMA_VERSION;
 	s->schema_compat = PG_SCHEMA_VERSION;
 	if ((rc = pg_acquire(s, &pc)) != IDEM_OK) {
-		if (!s->schema_bad)
+		if (!s->schema_bad && rc != IDEM_EUNSAFE)
 			fprintf(stderr, "idem: cannot connect to the "
 			    "PostgreSQL store\n");
 		pg_close(&s->base);

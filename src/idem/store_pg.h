@@ -158,6 +158,8 @@ struct pgstore {
 	uint64_t schema_due_ms;
 	long schema_v, schema_compat;
 	int schema_bad;
+	int repl;                     /* enum pg_repl (pg_sync_mode) */
+	int sync_why;                 /* store_pg_sync.c's last verdict */
 };
 
 /* Parameters of one statement: bytea in binary, numbers as text. */
@@ -221,6 +223,27 @@ int pg_note_put(struct pgconn *pc, const char *scope, const char *key,
     const void *rec, size_t len);
 void pg_note_del(struct pgconn *pc, const char *scope, const char *key);
 int pg_table_ok(const struct pgstore *s, const char *name);
+
+/* store_pg_sync.c */
+enum pg_repl {
+	PG_REPL_AUTO,     /* the database may declare a single server */
+	PG_REPL_SYNC,     /* synchronous_standby_names, always */
+	PG_REPL_NONE      /* also a server from which nothing streams */
+};
+/*
+ * The replication the host asks for, from IDEM_PG_REPLICATION: unset
+ * (PG_REPL_AUTO), "synchronous" or "none"; IDEM_EINVAL for another
+ * value, which is said on stderr.
+ */
+int pg_sync_mode(int *mode);
+/*
+ * Whether c, a session just opened, may write: IDEM_OK when its commits
+ * wait for a synchronous standby, or the server was declared to stand
+ * alone and none streams from it; IDEM_EUNSAFE when they would not
+ * (said once on stderr, with why); IDEM_EIO when the server is a
+ * standby or the settings cannot be read.
+ */
+int pg_sync_check(struct pgstore *s, PGconn *c);
 
 /* store_pg_ops.c */
 int pg_lookup(struct store *base, const char *scope, const char *key,

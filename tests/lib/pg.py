@@ -7,7 +7,11 @@ refuses to run as root, so as root the cluster belongs to the
 "postgres" system user (runuser -u postgres).
 
 As a module: Postgres().start(), .createdb(name), .uri(name), .psql(sql,
-db), .query(sql, db) (the rows, as lists of text), .stop().
+db), .query(sql, db) (the rows, as lists of text), .stop().  A server
+declares itself a single unreplicated one (idem.replication = 'none',
+which the store's check accepts when nothing streams from it) unless
+started with single=False; .standby() makes a streaming standby of it
+(pg_basebackup -R) on its own socket and port, a Postgres to stop.
 As a program:
 
   python3 tests/lib/pg.py run [--suite NAME] -- CMD [ARGS...]...
@@ -54,10 +58,13 @@ def available():
 
 
 class Postgres:
-    def __init__(self, base=None):
+    def __init__(self, base=None, single=True):
         """base: the directory to make the server's own in (default the
         system's temporary directory); its file system is what a commit's
-        flush costs."""
+        flush costs.  single: the server says it stands alone
+        (idem.replication = 'none'), as every test server but those of
+        the replication tests does."""
+        self.single = single
         self.bin = _bindir()
         self.tmp = tempfile.mkdtemp(prefix="idem-pg-", dir=base)
         os.chmod(self.tmp, 0o755)
@@ -94,12 +101,34 @@ class Postgres:
             "-U", self.user, "--auth=trust", "--no-sync", "-E", "UTF8",
             "--locale=C"]), check=True, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE)
+        self._start()
+        return self
+
+    def _start(self):
         # pg_ctl -w returns once the server accepts connections.
         self._ctl("-o", "-k %s -p %d -c listen_addresses= "
-                  "-c max_connections=200 -c synchronous_commit=on" %
-                  (self.sock, self.port), "start")
+                  "-c max_connections=200 -c synchronous_commit=on%s" %
+                  (self.sock, self.port, " -c idem.replication=none"
+                   if self.single else ""), "start")
         self.running = True
-        return self
+
+    def standby(self, name="standby1"):
+        """A streaming standby of this server: a base backup with its
+        primary_conninfo (pg_basebackup -R, application_name name), on
+        its own socket and port, started; a Postgres whose stop() stops
+        and removes it."""
+        sb = Postgres(os.path.dirname(self.tmp), single=False)
+        if sb.root:
+            os.mkdir(sb.data, 0o700)
+            shutil.chown(sb.data, user="postgres")
+        subprocess.run(self._cmd([
+            os.path.join(self.bin, "pg_basebackup"), "-D", sb.data, "-R",
+            "-X", "stream", "-c", "fast", "--no-sync", "-d",
+            "host=%s port=%d user=%s application_name=%s" %
+            (self.sock, self.port, self.user, name)]), check=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        sb._start()
+        return sb
 
     def restart_command(self):
         """A shell command that restarts the server (fast shutdown)."""
