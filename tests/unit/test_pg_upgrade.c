@@ -13,7 +13,9 @@
  * running program fails closed at its next session or check, saying
  * both versions, and none opens; an index built concurrently that
  * failed is built again; a migration waiting for a lock does not hold
- * the writers queued behind it past their own lock timeout.
+ * the writers queued behind it past their own lock timeout; migrate
+ * stops at a version when told (the expand step of a release that
+ * carries a contract too).
  *
  * Each test leaves idem_schema_version as it found it.
  */
@@ -395,6 +397,54 @@ test_invalid_index(void)
 	    P), 0);
 }
 
+/*
+ * A release that carries an expand (P + 1) and a contract (P + 2):
+ * store_pg_migrate_to stops at the expand (idemctl migrate --to), the
+ * running program of schema P goes on, and the rest waits for the
+ * contract step; never down, never past the program's migrations.
+ */
+static void
+test_migrate_to(void)
+{
+	struct store *s = open_store(1);
+	const char *uri = getenv("IDEM_TEST_PG");
+	char err[256], m[256];
+	int from, to, compat;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	snprintf(m, sizeof(m), "expand %d CREATE TABLE idem_test_t (x int)", P);
+	setenv("IDEM_TEST_PG_MIGRATION_1", m, 1);
+	snprintf(m, sizeof(m), "contract %d DROP TABLE idem_test_t", P + 1);
+	setenv("IDEM_TEST_PG_MIGRATION_2", m, 1);
+	HARNESS_EQ(store_pg_migrate_to(uri, P + 3, &from, &to, &compat, err,
+	    sizeof(err)), -1);
+	HARNESS_EQ(sql("SELECT max(version) FROM idem_schema_version"), P);
+	HARNESS_EQ(store_pg_migrate_to(uri, P + 1, &from, &to, &compat, err,
+	    sizeof(err)), 0);
+	HARNESS_EQ(from, P);
+	HARNESS_EQ(to, P + 1);
+	HARNESS_EQ(compat, P);
+	setenv("IDEM_FAULT", "store_pg_schema_due:fail", 1);
+	HARNESS_EQ(pay(s, "expanded"), IDEM_OK);
+	unsetenv("IDEM_FAULT");
+	HARNESS_EQ(store_pg_migrate_to(uri, 0, &from, &to, &compat, err,
+	    sizeof(err)), 0);
+	HARNESS_EQ(from, P + 1);
+	HARNESS_EQ(to, P + 2);
+	HARNESS_EQ(compat, P + 1);
+	HARNESS_EQ(store_pg_migrate_to(uri, P + 1, &from, &to, &compat, err,
+	    sizeof(err)), 0);
+	HARNESS_EQ(to, P + 2);
+	HARNESS_EQ(sql("SELECT count(*) FROM pg_class WHERE relname = "
+	    "'idem_test_t'"), 0);
+	unsetenv("IDEM_TEST_PG_MIGRATION_1");
+	unsetenv("IDEM_TEST_PG_MIGRATION_2");
+
+	HARNESS_EQ(sqlf("DELETE FROM idem_schema_version WHERE version > %d",
+	    P), 0);
+	store_close(s);
+}
+
 struct migrator {
 	pthread_t tid;
 	int rc, to;
@@ -487,6 +537,8 @@ harness_suites(void)
 		    test_invalid_index },
 		{ "a migration waiting for a lock holds no writer long",
 		    test_migrate_lock_wait },
+		{ "migrate up to a version: the expand step alone",
+		    test_migrate_to },
 #endif
 	};
 	CU_pSuite s;
