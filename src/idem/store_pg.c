@@ -985,16 +985,16 @@ pg_host_ms(const struct pgstore *s)
  * that has not yet or not for PG_CLOCK_CHECK_MS, outside a transaction:
  * the server's clock_timestamp() less the middle of the host's readings
  * before and after, which is off by half the round trip at most.  A
- * difference within PG_CLOCK_SLACK_MS counts as none, so that hosts
- * whose clocks agree with the server's (NTP) keep their own times to
- * the millisecond.
+ * difference within PG_CLOCK_SLACK_MS and that half counts as none, so
+ * that hosts whose clocks agree with the server's (NTP) keep their own
+ * times to the millisecond, however slow the reading was.
  */
 static int
 pg_clock(struct pgstore *s, struct pgconn *pc)
 {
 	PGresult *res;
 	uint64_t t0, t1, db;
-	int64_t off;
+	int64_t off, err;
 	int rc;
 
 	if (pc->clock_at != 0 && pg_mono_ms() - pc->clock_at <
@@ -1008,8 +1008,8 @@ pg_clock(struct pgstore *s, struct pgconn *pc)
 	db = pg_get_u64(res, 0, 0);
 	PQclear(res);
 	off = (int64_t)db - (int64_t)(t0 + (t1 - t0) / 2);
-	pc->clock_off = off < PG_CLOCK_SLACK_MS && off > -PG_CLOCK_SLACK_MS ?
-	    0 : off;
+	err = PG_CLOCK_SLACK_MS + (int64_t)(t1 - t0) / 2;
+	pc->clock_off = off <= err && off >= -err ? 0 : off;
 	pc->clock_at = pg_mono_ms();
 	if (pc->clock_at == 0)
 		pc->clock_at = 1;
