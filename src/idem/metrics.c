@@ -12,7 +12,7 @@
 #include "err.h"
 #include "metrics.h"
 
-#define METRICS_MAGIC 0x6964656d6d657434ULL /* "idemmet4" */
+#define METRICS_MAGIC 0x6964656d6d657435ULL /* "idemmet5" */
 #define METRICS_FILE "metrics"
 
 #define METRICS_RESUMES_HELP "Stuck claims the completer ended " \
@@ -91,6 +91,10 @@ static const struct {
 	    "Write transactions committed (each a group of writes).", NULL },
 	[METRIC_STORE_WRITES] = { "idem_store_writes_total",
 	    "Writes carried by those commits.", NULL },
+	[METRIC_STORE_STATEMENTS] = { "idem_store_statements_total",
+	    "Statements sent to a PostgreSQL store.", NULL },
+	[METRIC_STORE_ROUND_TRIPS] = { "idem_store_round_trips_total",
+	    "Waits for a PostgreSQL store's answer.", NULL },
 	[METRIC_STORE_COMMIT_US] = { "idem_store_commit_seconds_total",
 	    "Time the store's commits took: page writes and both syncs.",
 	    NULL },

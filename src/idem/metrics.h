@@ -37,6 +37,9 @@ enum metric {
 	METRIC_STORE_SYNCS,   /* durable syncs: two per commit */
 	METRIC_STORE_COMMITS, /* write transactions committed */
 	METRIC_STORE_WRITES,  /* writes those commits carried */
+	/* PostgreSQL: statements sent, and the round trips they took */
+	METRIC_STORE_STATEMENTS,
+	METRIC_STORE_ROUND_TRIPS,
 	/*
 	 * Microseconds, rendered as seconds: LMDB's commits (page writes
 	 * and both syncs), and writers' waits from queueing their job to

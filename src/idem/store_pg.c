@@ -19,6 +19,12 @@
  * on COMMIT's answer), so that a stalled server fails calls, and does
  * not hold threads.
  *
+ * A fresh claim, and a write to a claim the process holds, is one
+ * transaction of one round trip: its statements (prepared once per
+ * session) and a Sync in one pipeline, with no BEGIN nor COMMIT
+ * (pg_send_tx).  Other writes begin with BEGIN in the pipeline of their
+ * first statement and end with COMMIT.
+ *
  * Writes run at READ COMMITTED with two-phase locking of what they
  * touch, so that they behave as if they ran one at a time, as under
  * LMDB's single writer: the record's row is locked (FOR UPDATE) before
@@ -220,6 +226,17 @@ pg_get_u64(const PGresult *r, int row, int col)
 	return x;
 }
 
+void
+pg_cost(struct pgconn *pc, unsigned stmts, unsigned trips)
+{
+	if (pc->s != NULL) {
+		__atomic_fetch_add(&pc->s->stmts, stmts, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&pc->s->trips, trips, __ATOMIC_RELAXED);
+	}
+	metrics_add(METRIC_STORE_STATEMENTS, stmts);
+	metrics_add(METRIC_STORE_ROUND_TRIPS, trips);
+}
+
 /*
  * A write transaction's BEGIN and its first statement in one round trip
  * (libpq's pipeline mode; the Sync that ends the pipeline does not end
@@ -304,10 +321,13 @@ pg_exec(struct pgconn *pc, const char *sql, struct pgargs *a,
 		return IDEM_EIO;
 	if (pc->begin) {
 		pc->begin = 0;
+		pg_cost(pc, 2, 1);
 		r = pg_exec_begin(pc, sql, p);
-	} else
+	} else {
+		pg_cost(pc, 1, 1);
 		r = PQexecParams(pc->c, sql, p->n, NULL, p->v, p->len, p->fmt,
 		    1);
+	}
 	if (r == NULL || PQstatus(pc->c) != CONNECTION_OK)
 		pc->broken = 1;
 	if (r == NULL)
@@ -421,6 +441,8 @@ pg_session_open(struct pgstore *s, struct pgconn *pc)
 
 	pc->broken = 0;
 	pc->begin = 0;
+	pc->prepared = 0;
+	pc->clock_at = 0;
 	if ((pc->c = pg_connect(s->conninfo, s->read_only, &s->lim)) == NULL)
 		return IDEM_EIO;
 	if ((rc = pg_sync_check(s, pc->c)) != IDEM_OK) {
@@ -625,6 +647,7 @@ pg_commit(struct pgstore *s, struct pgconn *pc)
 		return IDEM_OK;
 	}
 	pc->warned = 0;
+	pg_cost(pc, 1, 1);
 	if (PQsendQueryParams(pc->c, "COMMIT", 0, NULL, NULL, NULL, NULL,
 	    1) != 1) {
 		pc->broken = 1;
@@ -703,11 +726,206 @@ pg_commit_fault(struct pgconn *pc)
 #define pg_commit_fault(pc) 0
 #endif
 
+void
+pg_tx_again(struct pgconn *pc)
+{
+	pc->ended = 0;
+	pc->begin = 1;
+}
+
+/*
+ * Ends a pipeline whose Sync was never sent: the session is closed, so
+ * that the server rolls back what it ran of it.
+ */
+static int
+pg_send_unsent(struct pgconn *pc)
+{
+	PQfinish(pc->c);
+	pc->c = NULL;
+	pc->broken = 1;
+	return IDEM_EIO;
+}
+
+#ifdef IDEM_FAULT_POINTS
+/* store_pg_commit_lost in a pipeline: the answer comes, and is not read. */
+static int
+pg_send_lost(struct pgconn *pc)
+{
+	struct pollfd p;
+
+	if (!fault_point("store_pg_commit_lost"))
+		return 0;
+	p.fd = PQsocket(pc->c);
+	p.events = POLLIN;
+	(void)poll(&p, 1, 10000);
+	PQfinish(pc->c);
+	pc->c = NULL;
+	pc->broken = 1;
+	return 1;
+}
+#else
+#define pg_send_lost(pc) 0
+#endif
+
+/* What each command of a pipeline was. */
+enum pg_sent {
+	PG_SENT_PREPARE,
+	PG_SENT_EXEC
+};
+
+/*
+ * Reads a pipeline's results up to its Sync's, waiting until deadline
+ * (cancelling the transaction once, as pg_commit does, and as long
+ * again after that): 0, with *last the last statement's result and
+ * state the first error's SQLSTATE ("" none, "?" one without); -1 when
+ * the answer did not come.  A statement that was not prepared after all
+ * loses its bit of pc->prepared.
+ */
+static int
+pg_send_read(struct pgconn *pc, const enum pg_sent *kind, const unsigned *id,
+    int sent, unsigned ms, PGresult **last, char state[6])
+{
+	uint64_t deadline = pg_deadline(ms);
+	PGcancel *cancel;
+	PGresult *r;
+	ExecStatusType st;
+	const char *e;
+	char err[256];
+	int idx = 0, w, cancelled = 0;
+
+	state[0] = '\0';
+	for (;;) {
+		while ((w = pg_answer_wait(pc, deadline)) == 1 && !cancelled) {
+			if ((cancel = PQgetCancel(pc->c)) != NULL) {
+				(void)PQcancel(cancel, err, sizeof(err));
+				PQfreeCancel(cancel);
+			}
+			cancelled = 1;
+			deadline = pg_deadline(ms);
+		}
+		if (w != 0)
+			return -1;
+		if ((r = PQgetResult(pc->c)) == NULL) {
+			/* Each command's results end with NULL. */
+			if (++idx > sent + 1)
+				return -1;
+			continue;
+		}
+		st = PQresultStatus(r);
+		if (st == PGRES_PIPELINE_SYNC) {
+			PQclear(r);
+			return 0;
+		}
+		if (idx < sent && kind[idx] == PG_SENT_PREPARE &&
+		    st != PGRES_COMMAND_OK)
+			pc->prepared &= ~(1u << id[idx]);
+		if (st == PGRES_FATAL_ERROR && state[0] == '\0') {
+			e = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+			snprintf(state, 6, "%s", e != NULL ? e : "?");
+		}
+		if (idx == sent - 1 && kind[idx] == PG_SENT_EXEC &&
+		    (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)) {
+			PQclear(*last);
+			*last = r;
+		} else
+			PQclear(r);
+	}
+}
+
+int
+pg_send_tx(struct pgstore *s, struct pgconn *pc, const struct pgstmt *st,
+    int n, PGresult **last)
+{
+	unsigned ms = s->lim.statement_ms != 0 ? s->lim.statement_ms :
+	    PG_STATEMENT_TIMEOUT_MS;
+	enum pg_sent kind[2 * 8];
+	unsigned id[2 * 8];
+	char name[16], state[6];
+	PGconn *c = pc->c;
+	int i, sent = 0, rc;
+
+	*last = NULL;
+	pc->begin = 0;
+	pc->ended = 1;
+	if (pc->broken || n > 8)
+		return IDEM_EIO;
+	/* As pg_write's commit does: the write does not go through. */
+	if (fault_point("batch_commit"))
+		return IDEM_EIO;
+	pc->warned = 0;
+	if (PQenterPipelineMode(c) != 1) {
+		pc->broken = 1;
+		return IDEM_EIO;
+	}
+	for (i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "idem_%u", st[i].id);
+		if (!(pc->prepared & 1u << st[i].id)) {
+			if (PQsendPrepare(c, name, st[i].sql, st[i].a->n,
+			    NULL) != 1)
+				return pg_send_unsent(pc);
+			pc->prepared |= 1u << st[i].id;
+			kind[sent] = PG_SENT_PREPARE;
+			id[sent++] = st[i].id;
+		}
+		if (PQsendQueryPrepared(c, name, st[i].a->n, st[i].a->v,
+		    st[i].a->len, st[i].a->fmt, 1) != 1)
+			return pg_send_unsent(pc);
+		kind[sent] = PG_SENT_EXEC;
+		id[sent++] = st[i].id;
+	}
+	/*
+	 * store_pg_pipeline and store_pg_commit_unsent: the session is
+	 * lost before the Sync that would commit.
+	 */
+	if (fault_point("store_pg_pipeline") ||
+	    fault_point("store_pg_commit_unsent"))
+		return pg_send_unsent(pc);
+	pg_cost(pc, (unsigned)n, 1);
+	/* A Sync that may have gone out in part: what it did is unknown. */
+	if (PQpipelineSync(c) != 1) {
+		pc->broken = 1;
+		return PG_LOST;
+	}
+	if (pg_send_lost(pc))
+		return PG_LOST;
+	if (pg_send_read(pc, kind, id, sent, ms, last, state) != 0) {
+		PQclear(*last);
+		*last = NULL;
+		pc->broken = 1;
+		return pc->warned ? IDEM_EIO : PG_LOST;
+	}
+	if (PQexitPipelineMode(c) != 1 || PQstatus(c) != CONNECTION_OK)
+		pc->broken = 1;
+	if (pc->warned) {
+		fprintf(stderr, "idem: a COMMIT's wait for synchronous "
+		    "replication was cancelled: the write fails\n");
+		rc = IDEM_EIO;
+	} else if (strcmp(state, "26000") == 0) {
+		/*
+		 * The server does not have a statement this session
+		 * prepared (a pooler's other session, DISCARD ALL):
+		 * prepare them all again, in the write's next run.
+		 */
+		pc->prepared = 0;
+		pc->retry = 1;
+		rc = PG_RETRY;
+	} else if (state[0] != '\0')
+		rc = pg_state_err(pc, strcmp(state, "?") != 0 ? state : NULL);
+	else if (*last == NULL)
+		rc = IDEM_EIO;
+	else
+		return IDEM_OK;
+	PQclear(*last);
+	*last = NULL;
+	return rc;
+}
+
 int
 pg_note_put(struct pgconn *pc, const char *scope, const char *key,
     const void *rec, size_t len)
 {
 	pc->noted = PG_NOTED_NONE;
+	pc->note_skip = 0;
 	buf_reset(&pc->note_rec);
 	if (buf_append(&pc->note_rec, rec, len) != IDEM_OK)
 		return IDEM_ENOMEM;
@@ -723,6 +941,22 @@ pg_note_del(struct pgconn *pc, const char *scope, const char *key)
 	pc->noted = PG_NOTED_DEL;
 	pc->note_scope = scope;
 	pc->note_key = key;
+}
+
+/* Whether rec is what pc noted it wrote, but for its note_skip bytes. */
+static int
+pg_note_same(const struct pgconn *pc, const void *rec, size_t len)
+{
+	const uint8_t *a = rec;
+	const uint8_t *b = (const uint8_t *)pc->note_rec.data;
+	size_t k = pc->note_skip;
+
+	if (len != pc->note_rec.len)
+		return 0;
+	if (k == 0 || k + 8 > len)
+		return memcmp(a, b, len) == 0;
+	return memcmp(a, b, k) == 0 && memcmp(a + k + 8, b + k + 8,
+	    len - k - 8) == 0;
 }
 
 /*
@@ -760,9 +994,8 @@ pg_read_back(struct pgstore *s, struct pgconn *pc)
 		    "AND key = $2", &a, &res) != IDEM_OK)
 			goto fail;
 		found = PQntuples(res) == 1;
-		same = found && (size_t)PQgetlength(res, 0, 0) ==
-		    pc->note_rec.len && memcmp(PQgetvalue(res, 0, 0),
-		    pc->note_rec.data, pc->note_rec.len) == 0;
+		same = found && pg_note_same(pc, PQgetvalue(res, 0, 0),
+		    (size_t)PQgetlength(res, 0, 0));
 		PQclear(res);
 		if (pc->noted == PG_NOTED_PUT ? !same : found)
 			rc = IDEM_EIO;
@@ -773,6 +1006,72 @@ pg_read_back(struct pgstore *s, struct pgconn *pc)
 fail:
 	pg_rollback(pc);
 	return IDEM_EIO;
+}
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+static uint64_t
+pg_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The host's clock: ms since the epoch. */
+static uint64_t
+pg_host_ms(const struct pgstore *s)
+{
+	struct timespec ts;
+
+	if (s->host_clock != NULL)
+		return s->host_clock();
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Measures how far the host's clock is from the server's, on a session
+ * that has not yet or not for PG_CLOCK_CHECK_MS, outside a transaction:
+ * the server's clock_timestamp() less the middle of the host's readings
+ * before and after, which is off by half the round trip at most.  A
+ * difference within PG_CLOCK_SLACK_MS and that half counts as none, so
+ * that hosts whose clocks agree with the server's (NTP) keep their own
+ * times to the millisecond, however slow the reading was.
+ */
+static int
+pg_clock(struct pgstore *s, struct pgconn *pc)
+{
+	PGresult *res;
+	uint64_t t0, t1, db;
+	int64_t off, err;
+	int rc;
+
+	if (pc->clock_at != 0 && pg_mono_ms() - pc->clock_at <
+	    PG_CLOCK_CHECK_MS)
+		return IDEM_OK;
+	t0 = pg_host_ms(s);
+	if ((rc = pg_exec(pc, "SELECT (extract(epoch FROM clock_timestamp()) "
+	    "* 1000)::bigint", NULL, &res)) != IDEM_OK)
+		return rc;
+	t1 = pg_host_ms(s);
+	db = pg_get_u64(res, 0, 0);
+	PQclear(res);
+	off = (int64_t)db - (int64_t)(t0 + (t1 - t0) / 2);
+	err = PG_CLOCK_SLACK_MS + (int64_t)(t1 - t0) / 2;
+	pc->clock_off = off <= err && off >= -err ? 0 : off;
+	pc->clock_at = pg_mono_ms();
+	if (pc->clock_at == 0)
+		pc->clock_at = 1;
+	return IDEM_OK;
+}
+
+uint64_t
+pg_now(const struct pgconn *pc, uint64_t now_ms)
+{
+	if (pc->clock_off < 0 && (uint64_t)-pc->clock_off > now_ms)
+		return 0;
+	return now_ms + (uint64_t)pc->clock_off;
 }
 
 /*
@@ -796,6 +1095,10 @@ pg_write_run(struct pgstore *s, pg_tx_fn fn, void *arg, int verify)
 		return IDEM_EROFS;
 	if ((rc = pg_acquire(s, &pc)) != IDEM_OK)
 		return rc;
+	if ((rc = pg_clock(s, pc)) != IDEM_OK) {
+		pg_release(s, pc);
+		return rc == PG_RETRY ? IDEM_EIO : rc;
+	}
 	for (attempt = 0; attempt < PG_RETRIES; attempt++) {
 		/*
 		 * Set by any statement of the transaction that failed to
@@ -814,10 +1117,19 @@ pg_write_run(struct pgstore *s, pg_tx_fn fn, void *arg, int verify)
 			rc = IDEM_EFULL;
 			break;
 		}
+		pc->ended = 0;
 		commit = 0;
 		rc = fn(s, pc, arg, &commit);
 		if (rc != IDEM_OK && pc->retry)
 			rc = PG_RETRY;
+		/* Its last transaction was a pipeline of its own, now over. */
+		if (pc->ended) {
+			if (rc == PG_RETRY)
+				continue;
+			if (rc == PG_LOST)
+				rc = verify ? pg_read_back(s, pc) : IDEM_EIO;
+			break;
+		}
 		if (rc == PG_RETRY || (rc != IDEM_OK && !commit)) {
 			pg_rollback(pc);
 			if (rc == PG_RETRY)
@@ -1372,6 +1684,8 @@ pg_open(const struct store_config *cfg, struct store **out)
 		return IDEM_ENOMEM;
 	}
 	s->base.ops = &store_pg_ops;
+	for (i = 0; i < PG_POOL_MAX; i++)
+		s->conns[i].s = s;
 	s->read_only = cfg->read_only;
 	s->max_keys = cfg->max_keys_per_scope;
 	s->pid = getpid();
@@ -1394,6 +1708,7 @@ pg_open(const struct store_config *cfg, struct store **out)
 	    cfg->pg_pool_wait_ms : PG_POOL_WAIT_MS;
 	/* The pool's wait is bounded by a clock no one can set back. */
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->owned_mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->cv, &ca);
@@ -1432,6 +1747,8 @@ pg_close(struct store *base)
 				PQfinish(s->conns[i].c);
 	for (i = 0; i < PG_POOL_MAX; i++)
 		buf_free(&s->conns[i].note_rec);
+	pg_owned_free(s);
+	pthread_mutex_destroy(&s->owned_mu);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 	free(s->conninfo);

@@ -102,6 +102,14 @@
 #define PG_MIGRATE_LOCK_MS 500
 #define PG_MIGRATE_PAUSE_MS 1000
 #define PG_MIGRATE_TRIES 120
+/*
+ * The database's clock (store_pg.c, pg_clock): each session measures
+ * how far its host's clock is from the server's when it first writes,
+ * and again once this many milliseconds have passed; a difference
+ * within the slack counts as none.
+ */
+#define PG_CLOCK_CHECK_MS 60000
+#define PG_CLOCK_SLACK_MS 100
 
 struct pglimits {
 	unsigned connect_s;
@@ -117,12 +125,28 @@ enum pg_noted {
 	PG_NOTED_DEL      /* deleted the record */
 };
 
+struct pgstore;
+
 struct pgconn {
 	PGconn *c;
+	struct pgstore *s;    /* the store whose pool this is in */
 	int busy;
 	int retry;        /* this transaction failed to serialize */
 	int begin;        /* BEGIN goes with the next statement */
 	int broken;       /* left in a state no statement can use */
+	/*
+	 * The transaction ended in its own pipeline (pg_send_tx): there is
+	 * nothing to commit or roll back.
+	 */
+	int ended;
+	/* The statements of pg_send_tx prepared on this session, by id. */
+	uint32_t prepared;
+	/*
+	 * The server's clock less the host's, in milliseconds, as measured
+	 * at clock_at (CLOCK_MONOTONIC ms; 0: not yet) (pg_clock).
+	 */
+	int64_t clock_off;
+	uint64_t clock_at;
 	/*
 	 * Set by the notice receiver when a WARNING came that a COMMIT
 	 * reads as its wait for synchronous replication cancelled.
@@ -136,6 +160,24 @@ struct pgconn {
 	enum pg_noted noted;
 	const char *note_scope, *note_key;
 	struct buf note_rec;
+	/*
+	 * Where 8 bytes of note_rec are the server's to fill (a claim's
+	 * generation), left out of the comparison; 0: none.
+	 */
+	size_t note_skip;
+};
+
+/*
+ * A claim this process holds and the record it last wrote for it, byte
+ * for byte: what a write to the claim guards its statement with, in
+ * place of reading the record first (store_pg_ops.c).
+ */
+#define PG_OWNED_MAX 256
+struct pgowned {
+	int used;
+	uint8_t token[REC_TOKEN_SIZE];
+	char *names;      /* scope, NUL, key, NUL */
+	struct buf rec;
 };
 
 struct pgstore {
@@ -147,6 +189,21 @@ struct pgstore {
 	char tables[IDEM_MAX_TABLES][STORE_TABLE_NAME_MAX + 1];
 	size_t ntables;
 	struct pglimits lim;
+	/*
+	 * Statements the store's sessions sent (BEGIN, COMMIT and ROLLBACK
+	 * included, a prepared statement's Parse not) and the round trips
+	 * they took (each wait for the server's answer), since it opened:
+	 * also idem_store_statements_total and idem_store_round_trips_total.
+	 */
+	uint64_t stmts, trips;
+	/*
+	 * The host's clock, ms since the epoch (NULL: CLOCK_REALTIME): a
+	 * test's, to play a host whose clock is wrong.
+	 */
+	uint64_t (*host_clock)(void);
+	pthread_mutex_t owned_mu;
+	struct pgowned owned[PG_OWNED_MAX];
+	size_t owned_next;            /* the entry a new claim replaces */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;            /* on CLOCK_MONOTONIC */
 	struct pgconn conns[PG_POOL_MAX];
@@ -163,13 +220,23 @@ struct pgstore {
 };
 
 /* Parameters of one statement: bytea in binary, numbers as text. */
-#define PG_MAX_ARGS 8
+#define PG_MAX_ARGS 24
 struct pgargs {
 	int n;
 	const char *v[PG_MAX_ARGS];
 	int len[PG_MAX_ARGS];
 	int fmt[PG_MAX_ARGS];
 	char num[PG_MAX_ARGS][24];
+};
+
+/*
+ * A statement that pg_send_tx prepares once per session, as idem_<id>,
+ * and runs with a's parameters.
+ */
+struct pgstmt {
+	unsigned id;      /* below 32: its bit of pgconn.prepared */
+	const char *sql;
+	const struct pgargs *a;
 };
 
 /* A transaction's body: *commit set to commit whatever it returns. */
@@ -193,6 +260,8 @@ int pg_exec(struct pgconn *pc, const char *sql, struct pgargs *a,
 /* pg_exec without a result. */
 int pg_run(struct pgconn *pc, const char *sql, struct pgargs *a);
 uint64_t pg_get_u64(const PGresult *r, int row, int col);
+/* Counts statements sent and round trips taken on pc (pgstore.stmts). */
+void pg_cost(struct pgconn *pc, unsigned stmts, unsigned trips);
 /*
  * A session of the pool for one statement or one transaction, waiting
  * at most the pool wait for one to be free: IDEM_EBUSY when none was,
@@ -218,6 +287,30 @@ int pg_write(struct pgstore *s, pg_tx_fn fn, void *arg);
  * synchronous standbys have everything before it.
  */
 int pg_write_verified(struct pgstore *s, pg_tx_fn fn, void *arg);
+/*
+ * Runs the n statements of st as one transaction of their own, in one
+ * round trip: sent in a pipeline (each prepared on the session first
+ * when it is not yet), then a Sync, which commits them (an implicit
+ * transaction, no BEGIN nor COMMIT sent), or rolls them all back when
+ * one fails.  Called by a pg_write body as the first thing of its
+ * transaction; pc->ended tells pg_write that nothing is left to commit,
+ * and the body may begin another (pg_tx_again).  Returns IDEM_OK and
+ * *last, the last statement's result (PQclear), when the transaction
+ * is durable; PG_LOST when its answer was lost (it may have committed:
+ * return it from the body, after noting what it wrote, for the
+ * read-back); PG_RETRY, IDEM_EBUSY, IDEM_EIO as pg_exec and pg_commit
+ * do, when nothing committed or it committed only locally.
+ */
+int pg_send_tx(struct pgstore *s, struct pgconn *pc, const struct pgstmt *st,
+    int n, PGresult **last);
+/*
+ * now_ms, a time by the caller's clock, as the database's clock reads:
+ * moved by how far the session's host clock is from the server's
+ * (pgconn.clock_off).  Every time a write compares or writes is this.
+ */
+uint64_t pg_now(const struct pgconn *pc, uint64_t now_ms);
+/* After pg_send_tx, a pg_write body's next statement begins again. */
+void pg_tx_again(struct pgconn *pc);
 /* What the transaction on pc wrote as (scope, key)'s record. */
 int pg_note_put(struct pgconn *pc, const char *scope, const char *key,
     const void *rec, size_t len);
@@ -246,6 +339,8 @@ int pg_sync_mode(int *mode);
 int pg_sync_check(struct pgstore *s, PGconn *c);
 
 /* store_pg_ops.c */
+/* Frees what the store knows of the claims it holds. */
+void pg_owned_free(struct pgstore *s);
 int pg_lookup(struct store *base, const char *scope, const char *key,
     struct rec *out);
 int pg_claim(struct store *base, const char *scope, const char *key,

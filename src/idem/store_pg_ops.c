@@ -3,12 +3,19 @@
  * store_pg_ops.c: the PostgreSQL backend's operations (store_pg.h), each
  * with the contract of store.h and the LMDB backend's semantics.
  *
- * A write is one transaction (pg_write) that locks the record's row
- * first (SELECT ... FOR UPDATE) and decides on what it read there; a
- * fresh claim inserts with ON CONFLICT DO NOTHING, and when another
+ * A write is one transaction (pg_write).  A claim is first one
+ * statement after the scope's gate (pg_claim_fast): it inserts a fresh
+ * record, or returns the one there, on which a replay, a 409 or a 422
+ * is decided with nothing written.  A write to a claim this process
+ * holds is one statement guarded by the record it wrote last
+ * (pg_own_fast), the hook's puts in it.  Anything else (a take-over,
+ * the bound near, a guard that did not match, a hook that reads) runs
+ * as a transaction of statements that locks the record's row first
+ * (SELECT ... FOR UPDATE) and decides on what it read there; a fresh
+ * claim there inserts with ON CONFLICT DO NOTHING, and when another
  * transaction inserted the same key first the whole transaction runs
- * again and finds that row.  Nothing is ever decided on a read made
- * outside the write.
+ * again and finds that row.  Nothing is written on a decision made on
+ * a read outside the write.  Times are the database's (pg_now).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +138,130 @@ out:
 	return rc;
 }
 
+/*
+ * The claims this process holds (pgstore.owned), each with the record
+ * it last wrote: a write to the claim updates its row only where the row
+ * is still that record (then no one has taken the claim over, nor
+ * changed it), and needs no read first.  A claim not found here (more
+ * than PG_OWNED_MAX held at once, another process's, a record not
+ * written by this store) is written as before: read and locked, then
+ * decided on.
+ */
+void
+pg_owned_free(struct pgstore *s)
+{
+	size_t i;
+
+	for (i = 0; i < PG_OWNED_MAX; i++) {
+		free(s->owned[i].names);
+		buf_free(&s->owned[i].rec);
+	}
+}
+
+/* The entry of token for (scope, key) (s->owned_mu held), or NULL. */
+static struct pgowned *
+pg_owned_find(struct pgstore *s, const char *scope, const char *key,
+    const uint8_t *token)
+{
+	struct pgowned *o;
+	size_t i;
+
+	for (i = 0; i < PG_OWNED_MAX; i++) {
+		o = &s->owned[i];
+		if (o->used && memcmp(o->token, token, REC_TOKEN_SIZE) == 0 &&
+		    strcmp(o->names, scope) == 0 &&
+		    strcmp(o->names + strlen(scope) + 1, key) == 0)
+			return o;
+	}
+	return NULL;
+}
+
+/* Forgets token's claim of (scope, key). */
+static void
+pg_owned_drop(struct pgstore *s, const char *scope, const char *key,
+    const uint8_t *token)
+{
+	struct pgowned *o;
+
+	pthread_mutex_lock(&s->owned_mu);
+	if ((o = pg_owned_find(s, scope, key, token)) != NULL)
+		o->used = 0;
+	pthread_mutex_unlock(&s->owned_mu);
+}
+
+/* Remembers rec (len bytes) as what token's claim wrote last. */
+static void
+pg_owned_put(struct pgstore *s, const char *scope, const char *key,
+    const uint8_t *token, const void *rec, size_t len)
+{
+	struct pgowned *o;
+	size_t ls = strlen(scope), lk = strlen(key);
+
+	pthread_mutex_lock(&s->owned_mu);
+	if ((o = pg_owned_find(s, scope, key, token)) == NULL) {
+		o = &s->owned[s->owned_next];
+		s->owned_next = (s->owned_next + 1) % PG_OWNED_MAX;
+		o->used = 0;
+		free(o->names);
+		if ((o->names = malloc(ls + lk + 2)) == NULL)
+			goto out;
+		memcpy(o->names, scope, ls + 1);
+		memcpy(o->names + ls + 1, key, lk + 1);
+		memcpy(o->token, token, REC_TOKEN_SIZE);
+	}
+	buf_reset(&o->rec);
+	o->used = buf_append(&o->rec, rec, len) == IDEM_OK;
+out:
+	pthread_mutex_unlock(&s->owned_mu);
+}
+
+/* The record token's claim wrote last, into out: 1, or 0 when unknown. */
+static int
+pg_owned_get(struct pgstore *s, const char *scope, const char *key,
+    const uint8_t *token, struct buf *out)
+{
+	struct pgowned *o;
+	int ok = 0;
+
+	pthread_mutex_lock(&s->owned_mu);
+	if ((o = pg_owned_find(s, scope, key, token)) != NULL)
+		ok = buf_append(out, o->rec.data, o->rec.len) == IDEM_OK;
+	pthread_mutex_unlock(&s->owned_mu);
+	return ok;
+}
+
+/* pg_owned_put of a record to encode. */
+static void
+pg_owned_put_rec(struct pgstore *s, const char *scope, const char *key,
+    const uint8_t *token, const struct rec *r)
+{
+	struct buf b = BUF_INIT;
+
+	if (rec_encode(r, &b) == IDEM_OK)
+		pg_owned_put(s, scope, key, token, b.data, b.len);
+	buf_free(&b);
+}
+
+#ifdef IDEM_FAULT_POINTS
+/*
+ * Whether IDEM_FAULT names point: a write that one of the points
+ * between its statements and its COMMIT is named for (a test holds or
+ * kills it there) runs as a transaction of statements, so that the
+ * point stands where it always has.
+ */
+static int
+pg_fault_named(const char *point)
+{
+	const char *f = getenv("IDEM_FAULT");
+	size_t n = strlen(point);
+
+	return f != NULL && strncmp(f, point, n) == 0 &&
+	    (f[n] == ':' || f[n] == '.');
+}
+#else
+#define pg_fault_named(point) 0
+#endif
+
 int
 pg_lookup(struct store *base, const char *scope, const char *key,
     struct rec *out)
@@ -149,6 +280,15 @@ pg_lookup(struct store *base, const char *scope, const char *key,
 	return rc;
 }
 
+/* The most rows a hook may put for its write to stay one statement. */
+#define PG_PUT_ROWS 4
+
+/* A row a hook put, buffered for the write's one statement. */
+struct pg_put {
+	const char *table;        /* s->tables' */
+	struct buf key, val;
+};
+
 /* A hook's transaction; the results its reads point into. */
 struct pg_tx {
 	struct pgstore *s;
@@ -157,6 +297,15 @@ struct pg_tx {
 	size_t nheld;
 	/* Rows added (less rows deleted) per table, by s->tables index. */
 	long long delta[IDEM_MAX_TABLES];
+	/*
+	 * Buffered: the hook's puts are kept in puts, to be written by the
+	 * write's statement; a read, a delete or a put past PG_PUT_ROWS
+	 * sets live instead, and the write runs the hook again in a
+	 * transaction of statements.
+	 */
+	int buffered, live;
+	struct pg_put puts[PG_PUT_ROWS];
+	size_t nputs;
 };
 
 /* The slot of the session's counts (idem_counts, idem_quota). */
@@ -224,6 +373,11 @@ pg_tx_end(struct pg_tx *t)
 {
 	size_t i;
 
+	for (i = 0; i < t->nputs; i++) {
+		buf_free(&t->puts[i].key);
+		buf_free(&t->puts[i].val);
+	}
+	t->nputs = 0;
 	for (i = 0; i < t->nheld; i++)
 		PQclear(t->held[i]);
 	free(t->held);
@@ -461,7 +615,113 @@ struct pg_claim_job {
 	uint64_t now_ms, lease_ms, ttl_ms;
 	struct store_claim *out;
 	int exclusive;    /* pass the scope's gate alone (pg_quota_claim) */
+	int lost;         /* the one statement's answer was lost */
+	uint64_t now_raw; /* now_ms by the caller's clock (pg_now) */
 };
+
+/* The ids of the statements pg_send_tx prepares (pgstmt.id). */
+enum pg_stmt_id {
+	PG_STMT_GATE,
+	PG_STMT_CLAIM,
+	PG_STMT_OWN_PUT,
+	PG_STMT_OWN_DEL
+};
+
+/*
+ * Where a record's generation is in its encoding (record.c, rec_put:
+ * version, state, fingerprint, token, three times, attempts, stage),
+ * counted from 1 as SQL's overlay counts.
+ */
+#define PG_REC_GEN_POS 83
+_Static_assert(PG_REC_GEN_POS == 1 + 1 + 1 + FP_SIZE + REC_TOKEN_SIZE +
+    3 * 8 + 4 + 4, "the generation's place in a record");
+
+/*
+ * A claim as one statement, after the scope's gate is passed shared
+ * (PG_STMT_GATE, a statement before it in the same transaction, so that
+ * this one's snapshot is taken inside the gate, as pg_quota_claim's
+ * read is): the key's record inserted, unless it exists, with the key's
+ * generation put in its place ($3 carries 0 there), and counted in the
+ * session's slot of the scope's count; or, with a bound ($6), nothing
+ * written when the count seen, with every open transaction's 1 allowed
+ * for, could pass it (the claim then runs with the gate exclusive).
+ * Each row says what happened: 1 and the record inserted; 2 and the
+ * record that was there; 3: near the bound.  No row: a claim of the key
+ * committed after the snapshot, and the claim runs again on the row.
+ */
+#define PG_SQL_CLAIM \
+	"WITH g AS (SELECT coalesce((SELECT gen FROM idem_gens WHERE " \
+	"scope = $1::bytea AND key = $2::bytea), 0) AS gen), " \
+	"ok AS (SELECT $6::bigint = 0 OR greatest(coalesce((SELECT sum(n) " \
+	"FROM idem_quota WHERE scope = $1::bytea), 0), 0) + " \
+	"current_setting('max_connections')::bigint <= $6::bigint AS pass), " \
+	"ins AS (INSERT INTO idem_keys (scope, key, rec, purge_at) " \
+	"SELECT $1::bytea, $2::bytea, overlay($3::bytea PLACING " \
+	"int8send(g.gen) FROM " PG_STR(PG_REC_GEN_POS) " FOR 8), " \
+	"$4::bigint FROM g, ok WHERE ok.pass ON CONFLICT DO NOTHING " \
+	"RETURNING rec), " \
+	"cnt AS (INSERT INTO idem_quota AS q (scope, slot, n) " \
+	"SELECT $1::bytea, $5::integer, 1 FROM ins ON CONFLICT (scope, slot) " \
+	"DO UPDATE SET n = q.n + excluded.n) " \
+	"SELECT 1, rec FROM ins UNION ALL " \
+	"SELECT 2, rec FROM idem_keys WHERE scope = $1::bytea AND " \
+	"key = $2::bytea UNION ALL " \
+	"SELECT 3, NULL FROM ok WHERE NOT ok.pass"
+#define PG_SQL_GATE "SELECT pg_advisory_xact_lock_shared($1::bigint)"
+
+/*
+ * The rows a hook put (struct pg_put), as the last statement's CTE r,
+ * after the CTE named by w has written the record: each row's lock
+ * (pg_tx_put's) then its insert or update, and the tables' counts in
+ * the session's slot ($s), by the rows inserted.  Parameters $b to
+ * $b+15: table, key, value and lock of PG_PUT_ROWS rows, NULL past the
+ * last.
+ */
+#define PG_SQL_ROW(a, b, c, d) \
+	"($" #a "::text, $" #b "::bytea, $" #c "::bytea, $" #d "::bigint)"
+#define PG_SQL_ROWS(w, s, a1, a2, a3, a4, b1, b2, b3, b4, c1, c2, c3, c4, \
+    d1, d2, d3, d4) \
+	"r AS (INSERT INTO idem_rows AS o (tbl, k, v) " \
+	"SELECT x.t, x.k, x.v FROM (VALUES " PG_SQL_ROW(a1, a2, a3, a4) \
+	", " PG_SQL_ROW(b1, b2, b3, b4) ", " PG_SQL_ROW(c1, c2, c3, c4) \
+	", " PG_SQL_ROW(d1, d2, d3, d4) ") AS x(t, k, v, h), " \
+	"LATERAL (SELECT pg_advisory_xact_lock(x.h)) l " \
+	"WHERE x.t IS NOT NULL AND EXISTS (SELECT 1 FROM " w ") " \
+	"ON CONFLICT (tbl, k) DO UPDATE SET v = excluded.v " \
+	"RETURNING o.tbl, o.xmax = 0 AS fresh), " \
+	"c AS (INSERT INTO idem_counts AS c (tbl, slot, n) " \
+	"SELECT tbl, $" #s "::integer, count(*) FROM r WHERE fresh " \
+	"GROUP BY tbl ORDER BY tbl ON CONFLICT (tbl, slot) DO UPDATE " \
+	"SET n = c.n + excluded.n) "
+
+/*
+ * A write to an owned claim as one statement: the record replaced
+ * where it is still what the claim wrote last ($5), with the rows its
+ * hook put; the count of records replaced (0: not ours as we knew it).
+ */
+#define PG_SQL_OWN_PUT \
+	"WITH u AS (UPDATE idem_keys SET rec = $3::bytea, " \
+	"purge_at = $4::bigint WHERE scope = $1::bytea AND key = $2::bytea " \
+	"AND rec = $5::bytea RETURNING 1), " \
+	PG_SQL_ROWS("u", 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, \
+	    19, 20, 21, 22) \
+	"SELECT count(*) FROM u"
+
+/*
+ * A release as one statement: the record deleted where it is still
+ * what the claim wrote last ($3), taken off the scope's count in the
+ * session's slot ($4), with the rows its hook put.
+ */
+#define PG_SQL_OWN_DEL \
+	"WITH d AS (DELETE FROM idem_keys WHERE scope = $1::bytea AND " \
+	"key = $2::bytea AND rec = $3::bytea RETURNING 1), " \
+	"q AS (INSERT INTO idem_quota AS q (scope, slot, n) " \
+	"SELECT $1::bytea, $4::integer, -1 FROM d ON CONFLICT (scope, slot) " \
+	"DO UPDATE SET n = q.n + excluded.n), " \
+	PG_SQL_ROWS("d", 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, \
+	    17, 18, 19, 20) \
+	"SELECT count(*) FROM d"
+
 
 /*
  * The key's generation for a fresh claim (store.h): read, or, when the
@@ -506,16 +766,116 @@ pg_claim_fresh(struct pg_claim_job *a, struct pgconn *pc, int stale,
 	    a->ttl_ms, gen, a->first);
 }
 
+/*
+ * A claim in one round trip: the gate, then the claim (PG_SQL_CLAIM),
+ * one transaction.  IDEM_OK with *slow clear when it decided: a fresh
+ * claim committed, or the record there answers (replay, conflict,
+ * mismatch), which needs no write; *slow set when the claim is to run
+ * as a transaction of statements instead (the record there is to be
+ * taken over or replaced, the scope is near its bound, the key was
+ * claimed since the snapshot); an error as pg_send_tx's.
+ */
+static int
+pg_claim_fast(struct pgstore *s, struct pgconn *pc, struct pg_claim_job *a,
+    int *slow)
+{
+	struct store_claim *out = a->out;
+	struct pgargs ga = { 0 }, ca = { 0 };
+	struct pgstmt st[2];
+	struct buf b = BUF_INIT;
+	struct rec fresh;
+	PGresult *res = NULL;
+	uint64_t at;
+	int rc, i, kind, got[4] = { -1, -1, -1, -1 };
+
+	*slow = 0;
+	memset(&fresh, 0, sizeof(fresh));
+	if ((rc = store_rec_fresh(&fresh, a->fp, a->token, a->now_ms,
+	    a->lease_ms, a->ttl_ms, 0, a->first)) != IDEM_OK ||
+	    (rc = rec_encode(&fresh, &b)) != IDEM_OK ||
+	    (rc = pg_note_put(pc, a->scope, a->key, b.data, b.len)) != IDEM_OK)
+		goto out;
+	pc->note_skip = PG_REC_GEN_POS - 1;
+	pg_arg_u64(&ga, pg_lock_hash('s', "", a->scope, strlen(a->scope)));
+	pg_arg_bytes(&ca, a->scope, strlen(a->scope));
+	pg_arg_bytes(&ca, a->key, strlen(a->key));
+	pg_arg_bytes(&ca, b.data, b.len);
+	if (pg_purge_at(&fresh, &at))
+		pg_arg_u64(&ca, at);
+	else
+		pg_arg_null(&ca);
+	pg_arg_u64(&ca, pg_slot(pc));
+	pg_arg_u64(&ca, s->max_keys);
+	st[0] = (struct pgstmt){ PG_STMT_GATE, PG_SQL_GATE, &ga };
+	st[1] = (struct pgstmt){ PG_STMT_CLAIM, PG_SQL_CLAIM, &ca };
+	if ((rc = pg_send_tx(s, pc, st, 2, &res)) != IDEM_OK) {
+		a->lost = rc == PG_LOST;
+		goto out;
+	}
+	pc->noted = PG_NOTED_NONE;
+	for (i = 0; i < PQntuples(res); i++) {
+		kind = (int)pg_get_u64(res, i, 0);
+		if (kind >= 1 && kind <= 3)
+			got[kind] = i;
+	}
+	if (got[1] < 0 && got[2] < 0) {
+		a->exclusive = got[3] >= 0;
+		*slow = 1;
+		goto out;
+	}
+	i = got[1] >= 0 ? got[1] : got[2];
+	if ((rc = rec_decode(PQgetvalue(res, i, 1), (size_t)PQgetlength(res,
+	    i, 1), &out->rec)) != IDEM_OK)
+		goto out;
+	if (got[1] >= 0) {
+		out->decision = ENGINE_CLAIM;
+		fault_point("store_claim_commit");
+		goto out;
+	}
+	out->decision = engine_decide(&out->rec, a->fp, a->now_ms,
+	    &out->retry_after);
+	if (out->decision == ENGINE_CLAIM || out->decision == ENGINE_TAKEOVER) {
+		rec_free(&out->rec);
+		memset(out, 0, sizeof(*out));
+		*slow = 1;
+	}
+out:
+	PQclear(res);
+	buf_free(&b);
+	rec_free(&fresh);
+	return rc;
+}
+
+/*
+ * Whether a claim may run as one statement: not with a hook (which may
+ * read rows), nor inside the scope's gate taken exclusive, nor when a
+ * test stands at a point between its statements.
+ */
+static int
+pg_claim_fast_ok(const struct pg_claim_job *a)
+{
+	return !a->exclusive && (a->first == NULL ||
+	    a->first->hook == NULL) && !pg_fault_named("store_claim") &&
+	    !pg_fault_named("store_claim_commit");
+}
+
 static int
 pg_claim_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
 {
 	struct pg_claim_job *a = arg;
 	struct store_claim *out = a->out;
-	int rc, found, purged = 0;
+	int rc, found, purged = 0, slow;
 
 	/* A transaction run again starts from its arguments. */
 	rec_free(&out->rec);
 	memset(out, 0, sizeof(*out));
+	a->lost = 0;
+	a->now_ms = pg_now(pc, a->now_raw);
+	if (pg_claim_fast_ok(a)) {
+		if ((rc = pg_claim_fast(s, pc, a, &slow)) != IDEM_OK || !slow)
+			return rc;
+		pg_tx_again(pc);
+	}
 	rc = pg_rec_get(pc, a->scope, a->key, 1, &out->rec);
 	if (rc != IDEM_OK && rc != IDEM_ENOTFOUND)
 		return rc;
@@ -566,7 +926,8 @@ pg_claim(struct store *base, const char *scope, const char *key,
     const struct store_first *first, struct store_claim *out)
 {
 	struct pg_claim_job a = { scope, key, fp, token, first, now_ms,
-	    lease_ms, ttl_ms, out, 0 };
+	    lease_ms, ttl_ms, out, 0, 0, now_ms };
+	struct pgstore *s = pgstore_of(base);
 	uint32_t retry_after;
 	int rc;
 
@@ -578,9 +939,27 @@ pg_claim(struct store *base, const char *scope, const char *key,
 	if (first != NULL && (first->cplen > REC_MAX_CHECKPOINT ||
 	    (first->cplen > 0 && first->cp == NULL)))
 		return IDEM_EINVAL;
-	if ((rc = pg_write_verified(pgstore_of(base), pg_claim_run, &a)) ==
-	    IDEM_OK)
+	rc = pg_write_verified(s, pg_claim_run, &a);
+	/*
+	 * A claim whose one statement's answer was lost, and which the
+	 * read-back found committed: its record, generation included, is
+	 * what is there now, if it still has our token.
+	 */
+	if (rc == IDEM_OK && a.lost) {
+		rec_free(&out->rec);
+		memset(out, 0, sizeof(*out));
+		if (pg_lookup(base, scope, key, &out->rec) != IDEM_OK ||
+		    out->rec.state != REC_IN_PROGRESS ||
+		    memcmp(out->rec.token, token, REC_TOKEN_SIZE) != 0)
+			rc = IDEM_EIO;
+		out->decision = ENGINE_CLAIM;
+	}
+	if (rc == IDEM_OK) {
+		if (out->decision == ENGINE_CLAIM ||
+		    out->decision == ENGINE_TAKEOVER)
+			pg_owned_put_rec(s, scope, key, token, &out->rec);
 		return IDEM_OK;
+	}
 	retry_after = out->retry_after;
 	rec_free(&out->rec);
 	memset(out, 0, sizeof(*out));
@@ -594,10 +973,21 @@ struct pg_own_job;
 typedef int (*pg_own_fn)(struct pgstore *s, struct pgconn *pc,
     struct pg_own_job *a, const struct rec *cur);
 
+enum pg_own_kind {
+	PG_OWN_CHECKPOINT,
+	PG_OWN_ABANDON,
+	PG_OWN_COMPLETE,
+	PG_OWN_RELEASE
+};
+
 struct pg_own_job {
 	const char *scope, *key;
 	const uint8_t *token;
+	enum pg_own_kind kind;
 	pg_own_fn fn;
+	uint64_t now_raw;     /* now_ms by the caller's clock (pg_now) */
+	struct buf old;       /* what the claim wrote last, when known */
+	struct buf written;   /* what this write wrote as the record */
 	uint64_t now_ms, span_ms;
 	uint32_t stage;
 	const void *cp;
@@ -607,14 +997,165 @@ struct pg_own_job {
 	void *hook_ctx;
 };
 
+/* The next record of a fast own write (checkpoint, abandon, complete). */
+static int
+pg_own_next(struct pgstore *s, struct pg_own_job *a, const struct rec *cur,
+    const struct idem_tx *tx, struct buf *b)
+{
+	struct rec next = *cur;
+	int rc;
+
+	switch (a->kind) {
+	case PG_OWN_CHECKPOINT:
+		next.stage = a->stage;
+		next.cp = (uint8_t *)a->cp;
+		next.cplen = a->cplen;
+		next.lease_ms = store_add_ms(a->now_ms, a->span_ms);
+		break;
+	case PG_OWN_ABANDON:
+		next.lease_ms = a->now_ms;
+		break;
+	default:
+		store_rec_complete(&s->base, &next, a->now_ms, a->span_ms);
+		if (tx->respond != NULL) {
+			if ((rc = rec_response_borrow(tx->respond,
+			    &next.resp)) != IDEM_OK)
+				return rc;
+		} else
+			next.resp = *a->resp;
+		break;
+	}
+	return rec_encode(&next, b);
+}
+
+/*
+ * A write to an owned claim in one statement (PG_SQL_OWN_PUT, _DEL),
+ * guarded by the record the claim wrote last (a->old), the hook's puts
+ * buffered into it.  IDEM_OK with *slow clear when it committed; *slow
+ * set when the write is to run as a transaction of statements (the
+ * record is not as the claim left it, the hook reads or deletes rows);
+ * an error as pg_send_tx's, or the hook's.
+ */
+static int
+pg_own_fast(struct pgstore *s, struct pgconn *pc, struct pg_own_job *a,
+    int *slow)
+{
+	struct pgargs args = { 0 };
+	struct pgstmt st;
+	struct pg_tx t;
+	struct idem_tx tx;
+	struct buf b = BUF_INIT;
+	struct rec cur;
+	PGresult *res = NULL;
+	uint64_t at;
+	size_t i;
+	int rc, del = a->kind == PG_OWN_RELEASE;
+
+	*slow = 1;
+	memset(&t, 0, sizeof(t));
+	if (rec_decode(a->old.data, a->old.len, &cur) != IDEM_OK)
+		return IDEM_OK;
+	if (cur.state != REC_IN_PROGRESS ||
+	    !crypto_equal(cur.token, a->token, REC_TOKEN_SIZE)) {
+		rc = IDEM_OK;
+		goto out;
+	}
+	if ((a->kind == PG_OWN_CHECKPOINT && fault_point("store_checkpoint")) ||
+	    (a->kind == PG_OWN_COMPLETE && fault_point("store_complete"))) {
+		rc = IDEM_EFULL;
+		goto out;
+	}
+	t.s = s;
+	t.pc = pc;
+	t.buffered = 1;
+	memset(&tx, 0, sizeof(tx));
+	tx.s = &s->base;
+	tx.impl = &t;
+	tx.may_respond = a->kind == PG_OWN_COMPLETE;
+	rc = a->hook != NULL ? a->hook(a->hook_ctx, &tx) : IDEM_OK;
+	if (t.live) {
+		rc = IDEM_OK;
+		goto out;
+	}
+	if (rc != IDEM_OK ||
+	    (!del && (rc = pg_own_next(s, a, &cur, &tx, &b)) != IDEM_OK))
+		goto out;
+	pg_arg_bytes(&args, a->scope, strlen(a->scope));
+	pg_arg_bytes(&args, a->key, strlen(a->key));
+	if (!del) {
+		struct rec next;
+
+		pg_arg_bytes(&args, b.data, b.len);
+		if ((rc = rec_decode(b.data, b.len, &next)) != IDEM_OK)
+			goto out;
+		if (pg_purge_at(&next, &at))
+			pg_arg_u64(&args, at);
+		else
+			pg_arg_null(&args);
+		rec_free(&next);
+	}
+	pg_arg_bytes(&args, a->old.data, a->old.len);
+	pg_arg_u64(&args, pg_slot(pc));
+	for (i = 0; i < PG_PUT_ROWS; i++) {
+		if (i < t.nputs) {
+			pg_arg_str(&args, t.puts[i].table);
+			pg_arg_bytes(&args, t.puts[i].key.data,
+			    t.puts[i].key.len);
+			pg_arg_bytes(&args, t.puts[i].val.data,
+			    t.puts[i].val.len);
+			pg_arg_u64(&args, pg_lock_hash('r', t.puts[i].table,
+			    t.puts[i].key.data, t.puts[i].key.len));
+		} else {
+			pg_arg_null(&args);
+			pg_arg_null(&args);
+			pg_arg_null(&args);
+			pg_arg_null(&args);
+		}
+	}
+	if (del)
+		pg_note_del(pc, a->scope, a->key);
+	else if ((rc = pg_note_put(pc, a->scope, a->key, b.data, b.len)) !=
+	    IDEM_OK)
+		goto out;
+	st = del ? (struct pgstmt){ PG_STMT_OWN_DEL, PG_SQL_OWN_DEL, &args } :
+	    (struct pgstmt){ PG_STMT_OWN_PUT, PG_SQL_OWN_PUT, &args };
+	*slow = 0;
+	if ((rc = pg_send_tx(s, pc, &st, 1, &res)) != IDEM_OK)
+		goto out;
+	if (pg_get_u64(res, 0, 0) != 1) {
+		/* Not the record we knew: decide on what is there. */
+		pc->noted = PG_NOTED_NONE;
+		*slow = 1;
+		goto out;
+	}
+	if (!del)
+		rc = buf_append(&a->written, b.data, b.len);
+	if (a->kind == PG_OWN_COMPLETE)
+		fault_point("store_complete_commit");
+out:
+	pg_tx_end(&t);
+	PQclear(res);
+	buf_free(&b);
+	rec_free(&cur);
+	return rc;
+}
+
 static int
 pg_own_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
 {
 	struct pg_own_job *a = arg;
 	struct rec cur;
-	int rc;
+	int rc, slow;
 
 	(void)commit;
+	a->written.len = 0;
+	a->now_ms = pg_now(pc, a->now_raw);
+	if (a->old.len > 0 && !pg_fault_named("store_complete_commit")) {
+		if ((rc = pg_own_fast(s, pc, a, &slow)) != IDEM_OK || !slow)
+			return rc;
+		if (pc->ended)
+			pg_tx_again(pc);
+	}
 	rc = pg_rec_get(pc, a->scope, a->key, 1, &cur);
 	if (rc == IDEM_ENOTFOUND)
 		return IDEM_ELOST;
@@ -626,6 +1167,9 @@ pg_own_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
 	else
 		rc = a->fn(s, pc, a, &cur);
 	rec_free(&cur);
+	if (rc == IDEM_OK && pc->noted == PG_NOTED_PUT)
+		rc = buf_append(&a->written, pc->note_rec.data,
+		    pc->note_rec.len);
 	return rc;
 }
 
@@ -633,6 +1177,7 @@ static int
 pg_own_write(struct store *base, const char *scope, const char *key,
     const uint8_t token[REC_TOKEN_SIZE], struct pg_own_job *a)
 {
+	struct pgstore *s = pgstore_of(base);
 	int rc;
 
 	if (token == NULL)
@@ -642,7 +1187,22 @@ pg_own_write(struct store *base, const char *scope, const char *key,
 	a->scope = scope;
 	a->key = key;
 	a->token = token;
-	return pg_write_verified(pgstore_of(base), pg_own_run, a);
+	a->now_raw = a->now_ms;
+	(void)pg_owned_get(s, scope, key, token, &a->old);
+	rc = pg_write_verified(s, pg_own_run, a);
+	/*
+	 * What the claim wrote last, for its next write; a claim ended,
+	 * lost, or whose write's outcome is unknown is forgotten.
+	 */
+	if (rc == IDEM_OK && a->written.len > 0 &&
+	    (a->kind == PG_OWN_CHECKPOINT || a->kind == PG_OWN_ABANDON))
+		pg_owned_put(s, scope, key, token, a->written.data,
+		    a->written.len);
+	else
+		pg_owned_drop(s, scope, key, token);
+	buf_free(&a->old);
+	buf_free(&a->written);
+	return rc;
 }
 
 static int
@@ -675,6 +1235,7 @@ pg_checkpoint(struct store *base, const char *scope, const char *key,
 		return IDEM_EINVAL;
 	memset(&a, 0, sizeof(a));
 	a.fn = pg_checkpoint_op;
+	a.kind = PG_OWN_CHECKPOINT;
 	a.now_ms = now_ms;
 	a.span_ms = lease_ms;
 	a.stage = stage;
@@ -725,6 +1286,7 @@ pg_complete(struct store *base, const char *scope, const char *key,
 		return IDEM_EINVAL;
 	memset(&a, 0, sizeof(a));
 	a.fn = pg_complete_op;
+	a.kind = PG_OWN_COMPLETE;
 	a.now_ms = now_ms;
 	a.span_ms = ttl_ms;
 	a.resp = resp;
@@ -766,6 +1328,7 @@ pg_release_claim(struct store *base, const char *scope, const char *key,
 
 	memset(&a, 0, sizeof(a));
 	a.fn = pg_release_op;
+	a.kind = PG_OWN_RELEASE;
 	a.hook = hook;
 	a.hook_ctx = hook_ctx;
 	return pg_own_write(base, scope, key, token, &a);
@@ -791,6 +1354,7 @@ pg_abandon(struct store *base, const char *scope, const char *key,
 
 	memset(&a, 0, sizeof(a));
 	a.fn = pg_abandon_op;
+	a.kind = PG_OWN_ABANDON;
 	a.now_ms = now_ms;
 	return pg_own_write(base, scope, key, token, &a);
 }
@@ -860,7 +1424,7 @@ pg_purge_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
 
 	(void)s;
 	(void)commit;
-	return pg_purge_tx(pc, a->now_ms, a->max, a->purged);
+	return pg_purge_tx(pc, pg_now(pc, a->now_ms), a->max, a->purged);
 }
 
 int
@@ -1196,6 +1760,10 @@ pg_tx_get(struct idem_tx *tx, const char *table, const void *key,
 	*vallen = 0;
 	if ((rc = pg_row_key(t->s, table, key, keylen)) != IDEM_OK)
 		return rc;
+	if (t->buffered) {
+		t->live = 1;
+		return IDEM_EIO;
+	}
 	if ((rc = pg_row_read(t->pc, table, key, keylen, 1, &res)) != IDEM_OK)
 		return rc;
 	/* The value lives as long as the hook's transaction. */
@@ -1211,6 +1779,39 @@ pg_tx_get(struct idem_tx *tx, const char *table, const void *key,
 	return IDEM_OK;
 }
 
+/*
+ * Keeps a buffered hook's put (the last value of a row put twice); one
+ * past PG_PUT_ROWS sets t->live.
+ */
+static int
+pg_put_buffer(struct pg_tx *t, const char *table, const void *key,
+    size_t keylen, const void *val, size_t vallen)
+{
+	struct pg_put *p;
+	size_t i;
+
+	for (i = 0; i < t->nputs; i++) {
+		p = &t->puts[i];
+		if (strcmp(p->table, table) == 0 && p->key.len == keylen &&
+		    memcmp(p->key.data, key, keylen) == 0)
+			break;
+	}
+	if (i == PG_PUT_ROWS) {
+		t->live = 1;
+		return IDEM_EIO;
+	}
+	p = &t->puts[i];
+	if (i == t->nputs) {
+		memset(p, 0, sizeof(*p));
+		p->table = t->s->tables[pg_table_index(t->s, table)];
+		t->nputs++;
+		if (buf_append(&p->key, key, keylen) != IDEM_OK)
+			return IDEM_ENOMEM;
+	}
+	buf_reset(&p->val);
+	return buf_append(&p->val, val, vallen);
+}
+
 int
 pg_tx_put(struct idem_tx *tx, const char *table, const void *key,
     size_t keylen, const void *val, size_t vallen)
@@ -1224,6 +1825,8 @@ pg_tx_put(struct idem_tx *tx, const char *table, const void *key,
 		return IDEM_EINVAL;
 	if ((rc = pg_row_key(t->s, table, key, keylen)) != IDEM_OK)
 		return rc;
+	if (t->buffered)
+		return pg_put_buffer(t, table, key, keylen, val, vallen);
 	pg_arg_str(&a, table);
 	pg_arg_bytes(&a, key, keylen);
 	pg_arg_bytes(&a, val, vallen);
@@ -1261,8 +1864,13 @@ pg_tx_del(struct idem_tx *tx, const char *table, const void *key,
 	PGresult *res;
 	int rc;
 
-	if ((rc = pg_row_key(t->s, table, key, keylen)) != IDEM_OK ||
-	    (rc = pg_lock(t->pc, pg_lock_hash('r', table, key, keylen))) !=
+	if ((rc = pg_row_key(t->s, table, key, keylen)) != IDEM_OK)
+		return rc;
+	if (t->buffered) {
+		t->live = 1;
+		return IDEM_EIO;
+	}
+	if ((rc = pg_lock(t->pc, pg_lock_hash('r', table, key, keylen))) !=
 	    IDEM_OK)
 		return rc;
 	pg_arg_str(&a, table);

@@ -47,6 +47,8 @@ WWW = os.path.join(REPO, "www")
 HOST = "127.0.0.1"
 BODY = '{"amount": 100.00, "currency": "BRL"}'
 ACCOUNT = "acct_bench"
+# The accounts the cluster's fresh payments are spread over, in turn.
+CLUSTER_ACCOUNTS = 64
 METRICS_ACCOUNT = "metrics"
 # Paths belong to each instance; a user's value would make them share state.
 OWN_ENV = ("IDEM_DB_DIR", "IDEM_PROVIDER_DIR", "IDEM_KEYS_FILE")
@@ -498,6 +500,8 @@ def show_argv(argv):
     out = []
     for a in argv:
         a = re.sub(r"(auth=)\S+", r"\1$SECRET", a)
+        a = re.sub(r"^(auths=)\S+", lambda m: m.group(1) +
+                   f"$SECRET_1,...,$SECRET_{len(m.group(0).split(','))}", a)
         a = re.sub(r"^(prefix=)\S+", r"\1$ROUND", a) if "mode=fresh" in argv else a
         a = a.replace(REPO + "/", "")
         out.append(a if re.fullmatch(r"[\w@%+=:,./$-]+", a) else "'" + a + "'")
@@ -528,7 +532,49 @@ STORE_COUNTERS = {"syncs": "idem_store_syncs_total",
                   "commits": "idem_store_commits_total",
                   "writes": "idem_store_writes_total",
                   "commit_s": "idem_store_commit_seconds_total",
-                  "wait_s": "idem_store_write_wait_seconds_total"}
+                  "wait_s": "idem_store_write_wait_seconds_total",
+                  "stmts": "idem_store_statements_total",
+                  "trips": "idem_store_round_trips_total"}
+
+
+def cpu_seconds(pids):
+    """User and system CPU seconds the processes pids have used (those
+    gone since count nothing)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+def pg_backends():
+    """The pids of the cluster's PostgreSQL server processes (the
+    postmaster, whose pid heads postmaster.pid, and its children)."""
+    c = getattr(S, "cluster_obj", None)
+    if c is None or c.pg is None:
+        return []
+    try:
+        with open(os.path.join(c.pg.data, "postmaster.pid")) as f:
+            master = int(f.readline())
+    except (OSError, ValueError):
+        return []
+    out = [master]
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == master:
+            out.append(int(d))
+    return out
 
 
 class WrkCase(Case):
@@ -547,10 +593,17 @@ class WrkCase(Case):
         if self.fresh:
             args.append(f"prefix={S.runid}r{rnd}{self.name}")
         before = self.server.metrics() if self.server.idemctl else None
+        cpu = self.group == "cluster" and self.fresh
+        if cpu:
+            workers, backends = self.server.workers(), pg_backends()
+            cpu0 = (cpu_seconds(workers), cpu_seconds(backends))
         r, self.argv = wrk(self.server, self.conns, S.seconds, self.script, args,
                            self.path)
         if self.server.idemctl:
             after = self.server.settle()
+            if cpu:
+                r["cpu_idem_s"] = cpu_seconds(workers) - cpu0[0]
+                r["cpu_pg_s"] = cpu_seconds(backends) - cpu0[1]
             if before and after:
                 r["claims"] = after.get("idem_claims_total", 0) - \
                     before.get("idem_claims_total", 0)
@@ -1317,7 +1370,10 @@ def cluster_servers(idem):
     c = S.cluster_obj
     c.provider.env["IDEM_PROVIDER_THREADS"] = str(S.provider_threads)
     c.start()
-    env = {"IDEM_PROVIDER_URL": c.provider.url, "IDEM_PROVIDER_LATENCY_MS": "0"}
+    # Each account bounded as serve-cluster's are (etc/idem.env's default),
+    # which the PostgreSQL store checks on every claim of a new key.
+    env = {"IDEM_PROVIDER_URL": c.provider.url, "IDEM_PROVIDER_LATENCY_MS": "0",
+           "IDEM_KEYS_PER_ACCOUNT": "8388608"}
     out = {"lmdb-svc": Server("lmdb-svc", idem, env)}
     for n in CLUSTER_HOSTS:
         out[n] = Server(n, idem, dict(env, IDEM_STORE=c.uri))
@@ -1333,8 +1389,10 @@ def cluster_cases(servers):
     """Fresh payments and replays through one host on LMDB, one host on
     PostgreSQL, and both PostgreSQL hosts at once."""
     auth = f"auth={S.secrets[ACCOUNT]}"
-    kinds = (("fresh", "fresh payments", "keys.lua",
-              [auth, "mode=fresh", f"body={BODY}"]),
+    auths = "auths=" + ",".join(S.secrets[f"{ACCOUNT}_{i:02d}"]
+                                for i in range(CLUSTER_ACCOUNTS))
+    kinds = (("fresh", f"fresh payments, {CLUSTER_ACCOUNTS} accounts", "keys.lua",
+              [auths, "mode=fresh", f"body={BODY}"]),
              ("replay", "replay (one stored key)", "fixed.lua",
               ["method=POST", "path=/payments", auth, "key=bench-replay",
                f"body={BODY}"]))
@@ -1381,6 +1439,31 @@ def cluster_lines(cases, bare):
         m = med([r["rps"] for r in c.results]) if c.results else None
         ratio = f"{m / b:.2f}" if m and b else "n/a"
         lines.append(http_row(c, bare) + f" {ratio} |")
+    lines += ["", "What a fresh payment costs each host's store, from the responder's "
+              "counters (`idem_store_statements_total` and "
+              "`idem_store_round_trips_total`, PostgreSQL only, over "
+              "`idem_claims_total`), and the CPU the host's workers and the "
+              "PostgreSQL server's processes used during the case (from "
+              "/proc, over the claims; PostgreSQL's is every session's, the "
+              "other host's idle ones included). One host per case.", "",
+              "| case | statements | round trips | CPU ms, idem-fcgi | "
+              "CPU ms, PostgreSQL | CPU ms in all |",
+              "|---|---:|---:|---:|---:|---:|"]
+    for c in rows:
+        if not c.fresh or isinstance(c, SplitWrkCase):
+            continue
+        k = sum(r.get("claims", 0) for r in c.results)
+        if not k:
+            lines.append(f"| {c.label} | n/a | n/a | n/a | n/a | n/a |")
+            continue
+        st = sum(r.get("stmts", 0) for r in c.results)
+        rt = sum(r.get("trips", 0) for r in c.results)
+        ci = sum(r.get("cpu_idem_s", 0) for r in c.results) * 1e3 / k
+        cp = sum(r.get("cpu_pg_s", 0) for r in c.results) * 1e3 / k
+        pg = "pg" in c.name
+        lines.append(f"| {c.label} | {st / k:.2f} | {rt / k:.2f} | {ci:.2f} | "
+                     f"{cp:.2f} | {ci + cp:.2f} |" if pg else
+                     f"| {c.label} | – | – | {ci:.2f} | – | {ci:.2f} |")
     for c in rows:
         split = [r["hosts"] for r in c.results if "hosts" in r]
         if split:
@@ -1572,6 +1655,8 @@ def main():
     S.runid = secrets.token_hex(4)
     S.secrets = {ACCOUNT: "sk_bench_" + secrets.token_hex(16),
                  METRICS_ACCOUNT: "sk_metrics_" + secrets.token_hex(16)}
+    for i in range(CLUSTER_ACCOUNTS):
+        S.secrets[f"{ACCOUNT}_{i:02d}"] = "sk_bench_" + secrets.token_hex(16)
     S.bench_env = {"IDEM_MAP_SIZE": "4G", "IDEM_KEYS_PER_ACCOUNT": "0",
                    "IDEM_THREADS": "256"}
     S.user_env = {k: v for k, v in os.environ.items()

@@ -739,7 +739,7 @@ static void *
 timed_claim_main(void *arg)
 {
 	struct timed_claim *w = arg;
-	int d = claim(w->s, "acct", w->key, 2, T0);
+	int d = claim(w->s, "acct", w->key, 2, T0 + LEASE + 1);
 
 	pthread_mutex_lock(&w->mu);
 	w->d = d;
@@ -772,7 +772,10 @@ timed_claim_wait(struct timed_claim *w, int secs)
  * after the lock timeout with IDEM_EBUSY (503 with Retry-After) instead
  * of waiting for as long as the other holds it: here a session of the
  * test's own holds the record's row (SELECT ... FOR UPDATE) and lets it
- * go only after the claim has answered, or after 60 s.
+ * go only after the claim has answered, or after 60 s.  The claim comes
+ * after the lease, to take the claim over, which it decides with the
+ * row locked (a claim that only answers from the record, a 409 here
+ * before the lease ends, reads it without waiting).
  */
 static void
 test_lock_timeout(void)
@@ -978,6 +981,123 @@ test_migrate_counts(void)
 	store_close(s);
 }
 
+/* The completion's hook of a payment (payments/post.c): two rows put. */
+static int
+payment_rows_hook(void *ctx, struct idem_tx *tx)
+{
+	const char *key = ctx;
+	int rc;
+
+	if ((rc = store_tx_put(tx, "payments", key, strlen(key), "row", 3)) !=
+	    IDEM_OK)
+		return rc;
+	return store_tx_put(tx, "by_account", key, strlen(key), "idx", 3);
+}
+
+/*
+ * What a fresh payment costs the database: its claim (with the scope
+ * bounded, as a payments host's is) and its completion, whose hook puts
+ * the payment's two rows, take at most 4 statements and 3 round trips,
+ * on a session that has run them before or not.  What they wrote is
+ * all there: the completed record, both rows, the counts.
+ */
+static void
+test_payment_cost(void)
+{
+	struct store *s = open_store(1000000, 1);
+	struct pgstore *ps;
+	struct rec_response resp;
+	struct rec r;
+	uint8_t t[REC_TOKEN_SIZE];
+	uint64_t stmts, trips;
+	size_t n;
+	char key[16];
+	int i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	ps = pgstore_of(s);
+	memset(&resp, 0, sizeof(resp));
+	resp.status = 201;
+	for (i = 0; i < 3; i++) {
+		snprintf(key, sizeof(key), "pay%d", i);
+		memset(t, i + 1, sizeof(t));
+		stmts = __atomic_load_n(&ps->stmts, __ATOMIC_RELAXED);
+		trips = __atomic_load_n(&ps->trips, __ATOMIC_RELAXED);
+		HARNESS_EQ(claim(s, "acct", key, i + 1, T0), ENGINE_CLAIM);
+		HARNESS_EQ(store_complete(s, "acct", key, t, &resp,
+		    payment_rows_hook, key, T0, TTL), IDEM_OK);
+		stmts = __atomic_load_n(&ps->stmts, __ATOMIC_RELAXED) - stmts;
+		trips = __atomic_load_n(&ps->trips, __ATOMIC_RELAXED) - trips;
+		printf("\n  payment %d: %llu statements, %llu round trips ", i,
+		    (unsigned long long)stmts, (unsigned long long)trips);
+		CU_ASSERT(stmts <= 4);
+		CU_ASSERT(trips <= 3);
+		HARNESS_EQ(rec_state(s, "acct", key, &r), REC_COMPLETED);
+		HARNESS_EQ(r.resp.status, 201);
+		rec_free(&r);
+	}
+	HARNESS_EQ(store_count(s, "payments", &n), IDEM_OK);
+	HARNESS_EQ(n, 3);
+	HARNESS_EQ(store_count(s, "by_account", &n), IDEM_OK);
+	HARNESS_EQ(n, 3);
+	HARNESS_EQ(sql("SELECT count(*) FROM idem_rows"), 6);
+	HARNESS_EQ(sql("SELECT sum(n) FROM idem_quota WHERE scope = 'acct'"),
+	    3);
+	store_close(s);
+}
+
+/* The host clock of a host whose clock runs ahead by ahead_ms. */
+static uint64_t ahead_ms;
+
+static uint64_t
+real_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t
+ahead_clock(void)
+{
+	return real_ms() + ahead_ms;
+}
+
+/*
+ * Leases are judged by the database's clock.  Host B's clock runs a
+ * lease and a second ahead (its system clock, and its handle's, which
+ * reads it); host A's is right.  B does not take over A's live claim
+ * (409), and what B writes is dated by the server's clock: its fresh
+ * claim's creation and lease are the server's time, so A, too, sees it
+ * live.
+ */
+static void
+test_clock_ahead(void)
+{
+	struct store *a = open_store(0, 1), *b = open_store(0, 0);
+	uint64_t now = real_ms();
+	struct rec r;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	ahead_ms = LEASE + 1000;
+	pgstore_of(b)->host_clock = ahead_clock;
+	HARNESS_EQ(claim(a, "acct", "k", 1, now), ENGINE_CLAIM);
+	HARNESS_EQ(claim(b, "acct", "k", 2, ahead_clock()), ENGINE_CONFLICT);
+	HARNESS_EQ(rec_state(a, "acct", "k", &r), REC_IN_PROGRESS);
+	CU_ASSERT(r.token[0] == 1);
+	rec_free(&r);
+	HARNESS_EQ(claim(b, "acct", "k2", 2, ahead_clock()), ENGINE_CLAIM);
+	HARNESS_EQ(rec_state(a, "acct", "k2", &r), REC_IN_PROGRESS);
+	CU_ASSERT(r.created_ms >= now && r.created_ms < real_ms() + 1000);
+	CU_ASSERT(r.lease_ms < real_ms() + LEASE + 1000);
+	rec_free(&r);
+	HARNESS_EQ(claim(a, "acct", "k2", 1, real_ms()), ENGINE_CONFLICT);
+	store_close(b);
+	store_close(a);
+}
+
 #ifdef IDEM_FAULT_POINTS
 /*
  * A write whose transaction fails as it begins (the fault point
@@ -1123,6 +1243,9 @@ harness_suites(void)
 		{ "a claim near the bound waits for those it cannot see",
 		    test_quota_margin },
 		{ "table counts under concurrency", test_counts },
+		{ "a fresh payment: 4 statements, 3 round trips at most",
+		    test_payment_cost },
+		{ "leases judged by the database's clock", test_clock_ahead },
 		{ "migration starts the counts", test_migrate_counts },
 		{ "a COMMIT not replicated synchronously fails",
 		    test_syncrep_cancelled },
