@@ -336,18 +336,6 @@ idem_close(struct idem *idem)
 	free(idem);
 }
 
-struct store *
-store_of(struct idem *idem)
-{
-	return idem->store;
-}
-
-const struct sealer *
-store_sealer(const struct idem *idem)
-{
-	return idem->seal;
-}
-
 uint64_t
 idem_now_ms(const struct idem *idem)
 {
