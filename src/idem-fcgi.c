@@ -16,6 +16,7 @@
 #include "err.h"
 #include "options.h"
 #include "problem.h"
+#include "seal.h"
 #include "server.h"
 
 /*
@@ -34,6 +35,18 @@ fail(const char *why)
 	server_fail(&resp);
 	resp_free(&resp);
 	return 1;
+}
+
+/* Whether the key file at path loads: 0, or -1 with the reason in err. */
+static int
+check_secret(const char *path, char *err, size_t errlen)
+{
+	struct sealer *s;
+
+	if (seal_load(path, &s, err, errlen) != IDEM_OK)
+		return -1;
+	seal_free(s);
+	return 0;
 }
 
 static const char usage_text[] =
@@ -59,6 +72,14 @@ main(int argc, char *argv[])
 	/* A worker that may not charge must not open the store either. */
 	if (config_load(&cfg, err, sizeof(err)) != 0 ||
 	    config_provider_check(&cfg, err, sizeof(err)) != 0)
+		return fail(err);
+	/*
+	 * A key file that cannot be read or parsed stops the worker at
+	 * start, with the reason, rather than answering every request with
+	 * a 503 (the application opens its store lazily, and would).
+	 */
+	if (cfg.secret_file[0] != '\0' &&
+	    check_secret(cfg.secret_file, err, sizeof(err)) != 0)
 		return fail(err);
 	/* Before any thread: the HTTP client's global state. */
 	if (provider_global_init() != IDEM_OK)

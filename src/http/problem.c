@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
+#include "idem.h"
 #include "json.h"
 #include "problem.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "err.h"
+#include "idem.h"
 #include "request.h"
 
 static const char *const req_statusstr[REQ__MAX] = {

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "err.h"
 #include "fault.h"
+#include "idem.h"
 #include "response.h"
 
 /* Room for a number in decimal, sign included. */

@@ -3,7 +3,10 @@
  * store.c: the store interface, dispatched to the handle's backend.
  *
  * Nothing here knows a backend: each function passes its call to the
- * operations table the handle was opened with (store.h).  The reads pass
+ * operations table the handle was opened with (store.h).  What every
+ * backend must do alike is decided here, once: what a claim, a take-over
+ * and a completion make of a record, the bound on a key's length, where
+ * a record is indexed, how much a claim may purge.  The reads pass
  * a fault point first (fault.h: store_lookup, store_get, store_scan,
  * store_each, store_count), so that tests can make any backend's read
  * fail as an I/O error would, and see what the caller then answers.
@@ -52,6 +55,39 @@ store_table_name_ok(const char *name)
 	    i++)
 		if (strcmp(name, store_reserved[i]) == 0)
 			return 0;
+	return 1;
+}
+
+int
+store_names_check(const char *scope, const char *key, size_t max)
+{
+	size_t slen, klen;
+
+	if (scope == NULL || key == NULL || *scope == '\0' || *key == '\0')
+		return IDEM_EINVAL;
+	slen = strlen(scope);
+	klen = strlen(key);
+	if (slen > max || klen > max ||
+	    STORE_INDEX_PREFIX + slen + 1 + klen > max)
+		return IDEM_ETOOBIG;
+	return IDEM_OK;
+}
+
+int
+store_rec_pending(const struct rec *r)
+{
+	return r->state == REC_IN_PROGRESS && r->stage != 0;
+}
+
+int
+store_rec_expiry_at(const struct rec *r, uint64_t *at)
+{
+	*at = 0;
+	if (store_rec_pending(r))
+		return 0;
+	*at = r->expires_ms;
+	if (r->state == REC_IN_PROGRESS && r->lease_ms > *at)
+		*at = r->lease_ms;
 	return 1;
 }
 

@@ -382,12 +382,6 @@ struct store_ops {
 };
 
 /*
- * The store behind a library handle, for the application's own tools
- * (the completer's walk of stuck claims); borrowed for the handle's life.
- */
-struct store *store_of(struct idem *idem);
-
-/*
  * What idem.c does to what it reads, for readers of the store below it
  * (a simulator's checks): with seal NULL, a sealed value is refused and
  * any other left as it is.  store_unseal_response opens a completed
@@ -402,8 +396,6 @@ int store_unseal_response(const struct sealer *seal, const char *scope,
     const char *key, struct rec *r, void **mem);
 int store_unseal_point(const struct sealer *seal, const char *scope,
     const char *key, struct rec *r);
-/* The handle's sealer (NULL: values in the clear), for those readers. */
-const struct sealer *store_sealer(const struct idem *idem);
 int store_unseal_row(const struct sealer *seal, const char *table,
     const void *key, size_t keylen, const void *val, size_t vallen,
     struct buf *out);
@@ -478,6 +470,39 @@ int store_pg_migrate_to(const char *conninfo, int target, int *from,
     int *to, int *compat, char *err, size_t errlen);
 /* Deletes every record and row of a migrated database: for tests. */
 int store_pg_wipe(const char *conninfo);
+
+/*
+ * The storage rules every backend keeps, each in one place (store.c), so
+ * that a key, a record or a bound that one store takes the other takes
+ * too.
+ *
+ * store_names_check: IDEM_EINVAL for a missing or empty scope or key,
+ * IDEM_ETOOBIG when a name, or the longest index key made of them (the
+ * expiry index's: STORE_INDEX_PREFIX bytes of time, scope, NUL, key),
+ * exceeds max, the backend's key bound (LMDB's key size, 511 bytes by
+ * default; the PostgreSQL backend takes the same).
+ */
+#define STORE_INDEX_PREFIX 8
+int store_names_check(const char *scope, const char *key, size_t max);
+
+/*
+ * Where a record is indexed.  A claim past stage 0 (it may have left a
+ * side effect) is pending: it never expires, and store_each_pending walks
+ * it.  Every other record is in the expiry index at *at, the later of its
+ * expiry and (in progress) the end of its lease, so that when purge
+ * reaches the entry the record is expired by engine_decide's rule and no
+ * running claim is in the way.  store_rec_pending says which;
+ * store_rec_expiry_at returns 0 for a pending record (*at 0), else 1.
+ */
+int store_rec_pending(const struct rec *r);
+int store_rec_expiry_at(const struct rec *r, uint64_t *at);
+
+/*
+ * A claim that finds its scope at its bound first purges up to this many
+ * expired records, so a scope whose keys have expired is not held to its
+ * bound until an operator purges.
+ */
+#define STORE_CLAIM_PURGE_MAX 64
 
 /*
  * Whether name may be an application table: 1 to STORE_TABLE_NAME_MAX

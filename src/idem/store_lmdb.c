@@ -84,21 +84,19 @@ lstore_table(const struct lstore *s, const char *name, MDB_dbi *dbi)
 
 /*
  * Builds "scope NUL key".  The expiry key is eight bytes longer, and it
- * too must fit LMDB's key limit, so that limit is checked here, once.
+ * too must fit LMDB's key limit: store_names_check's rule.
  */
 int
 lstore_key_make(const struct lstore *s, const char *scope, const char *key,
     struct store_key *k)
 {
 	size_t slen, klen;
+	int rc;
 
-	if (scope == NULL || key == NULL || *scope == '\0' || *key == '\0')
-		return IDEM_EINVAL;
+	if ((rc = store_names_check(scope, key, s->e->maxkey)) != IDEM_OK)
+		return rc;
 	slen = strlen(scope);
 	klen = strlen(key);
-	if (slen > s->e->maxkey || klen > s->e->maxkey ||
-	    STORE_EXPIRY_PREFIX + slen + 1 + klen > s->e->maxkey)
-		return IDEM_ETOOBIG;
 	memcpy(k->data, scope, slen);
 	k->data[slen] = '\0';
 	memcpy(k->data + slen + 1, key, klen);

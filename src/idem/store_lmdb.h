@@ -103,7 +103,7 @@
  * mdb_env_get_maxkeysize), so keys are built on the stack.
  */
 #define STORE_KEY_BUF 512
-#define STORE_EXPIRY_PREFIX 8
+#define STORE_EXPIRY_PREFIX STORE_INDEX_PREFIX
 /*
  * Reader slots: with MDB_NOTLS a slot belongs to a read transaction, so
  * this bounds the read transactions open at once in every process of

@@ -17,12 +17,6 @@
 #include "store_lmdb.h"
 
 /*
- * A claim that finds its scope at its bound first purges up to this many
- * expired records, so a scope whose keys have expired is not held to
- * its bound until an operator purges.
- */
-#define STORE_LIMIT_PURGE 64
-/*
  * New keys are refused (IDEM_EFULL) once the map is this full, in
  * percent, so that the rest is kept for the writes that must not fail
  * for want of room: the completion of a claim that charged, checkpoints,
@@ -208,7 +202,7 @@ lstore_limit_check(struct lstore *s, MDB_txn *txn, const struct store_key *k,
 		return rc;
 	if (n < s->max_keys)
 		return IDEM_OK;
-	if ((rc = lstore_purge_txn(s, txn, now_ms, STORE_LIMIT_PURGE, &purged,
+	if ((rc = lstore_purge_txn(s, txn, now_ms, STORE_CLAIM_PURGE_MAX, &purged,
 	    changed)) != IDEM_OK ||
 	    (rc = lstore_quota_get(s, txn, k->data, slen, &n)) != IDEM_OK)
 		return rc;

@@ -81,22 +81,12 @@ lstore_expiry_del(struct lstore *s, MDB_txn *txn, uint64_t expires_ms,
 	return rc == IDEM_ENOTFOUND ? IDEM_OK : rc;
 }
 
-/*
- * The index entry of r: pending for a claim past stage 0, else expiry at
- * *at, the later of its expiry and (in progress) the end of its lease, so
- * that when purge reaches the entry the record is expired by
- * engine_decide's rule and no running claim is in the way.
- */
+/* The index entry of r: store_rec_expiry_at's rule. */
 enum store_index
 lstore_index_of(const struct rec *r, uint64_t *at)
 {
-	*at = 0;
-	if (r->state == REC_IN_PROGRESS && r->stage != 0)
-		return STORE_INDEX_PENDING;
-	*at = r->expires_ms;
-	if (r->state == REC_IN_PROGRESS && r->lease_ms > *at)
-		*at = r->lease_ms;
-	return STORE_INDEX_EXPIRY;
+	return store_rec_expiry_at(r, at) ? STORE_INDEX_EXPIRY :
+	    STORE_INDEX_PENDING;
 }
 
 static int

@@ -255,8 +255,7 @@ lstore_walk(struct lstore *s, MDB_dbi dbi, store_each_fn fn, void *ctx)
 			if ((rc = rec_decode(v.mv_data, v.mv_size, &r)) !=
 			    IDEM_OK)
 				break;
-			if (!index || (r.state == REC_IN_PROGRESS &&
-			    r.stage != 0))
+			if (!index || store_rec_pending(&r))
 				stop = fn(ctx, scope, key, &r);
 			rec_free(&r);
 		}

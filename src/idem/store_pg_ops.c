@@ -30,8 +30,7 @@
 #include "record.h"
 #include "store_pg.h"
 
-/* See STORE_LIMIT_PURGE in store_lmdb_claim.c. */
-#define PG_LIMIT_PURGE 64
+#define PG_LIMIT_PURGE STORE_CLAIM_PURGE_MAX
 
 /*
  * IDEM_EINVAL for a missing or empty scope or key, IDEM_ETOOBIG past
@@ -41,16 +40,7 @@
 static int
 pg_names_check(const char *scope, const char *key)
 {
-	size_t slen, klen;
-
-	if (scope == NULL || key == NULL || *scope == '\0' || *key == '\0')
-		return IDEM_EINVAL;
-	slen = strlen(scope);
-	klen = strlen(key);
-	if (slen > PG_ROW_KEY_MAX || klen > PG_ROW_KEY_MAX ||
-	    8 + slen + 1 + klen > PG_ROW_KEY_MAX)
-		return IDEM_ETOOBIG;
-	return IDEM_OK;
+	return store_names_check(scope, key, PG_ROW_KEY_MAX);
 }
 
 /*
@@ -60,13 +50,7 @@ pg_names_check(const char *scope, const char *key)
 static int
 pg_purge_at(const struct rec *r, uint64_t *at)
 {
-	*at = 0;
-	if (r->state == REC_IN_PROGRESS && r->stage != 0)
-		return 0;
-	*at = r->expires_ms;
-	if (r->state == REC_IN_PROGRESS && r->lease_ms > *at)
-		*at = r->lease_ms;
-	return 1;
+	return store_rec_expiry_at(r, at);
 }
 
 /* Reads the record (locked when lock is set): IDEM_ENOTFOUND. */

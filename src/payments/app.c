@@ -15,18 +15,14 @@
 #include "auth.h"
 #include "buf.h"
 #include "crypto.h"
-#include "err.h"
 #include "fault.h"
 #include "handlers.h"
 #include "idem.h"
-#include "idem_backend.h"
 #include "json.h"
 #include "keyhash.h"
 #include "metrics.h"
 #include "problem.h"
 #include "provider.h"
-#include "seal.h"
-#include "store.h"
 
 /*
  * Shared by every thread of the worker: what app_ensure_open sets is set
@@ -50,23 +46,6 @@ int
 app_open(const struct config *cfg, struct app **out, char *err, size_t errlen)
 {
 	return app_open_with(cfg, NULL, out, err, errlen);
-}
-
-/*
- * A key file that cannot be read or parsed stops the worker at start,
- * with the reason, rather than answering every request with a 503.
- */
-static int
-app_check_secret(const struct config *cfg, char *err, size_t errlen)
-{
-	struct sealer *s;
-
-	if (cfg->secret_file[0] == '\0')
-		return 0;
-	if (seal_load(cfg->secret_file, &s, err, errlen) != IDEM_OK)
-		return -1;
-	seal_free(s);
-	return 0;
 }
 
 int
@@ -95,8 +74,7 @@ app_open_with(const struct config *cfg, const struct app_inject *inj,
 		free(a);
 		return -1;
 	}
-	if (app_check_secret(cfg, err, errlen) != 0 ||
-	    auth_keys_load(cfg->keys_file, &a->keys, err, errlen) != 0) {
+	if (auth_keys_load(cfg->keys_file, &a->keys, err, errlen) != 0) {
 		pthread_mutex_destroy(&a->open_mu);
 		free(a);
 		return -1;
@@ -157,8 +135,10 @@ app_open_locked(struct app *a)
 	int rc;
 
 	if (a->idem == NULL) {
-		if ((rc = idem__open_backend(&opt, a->inj.backend,
-		    &a->idem)) != IDEM_OK) {
+		rc = a->inj.open_idem != NULL ?
+		    a->inj.open_idem(&opt, &a->idem) :
+		    idem_open(&opt, &a->idem);
+		if (rc != IDEM_OK) {
 			a->idem = NULL;
 			return rc;
 		}

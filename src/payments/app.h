@@ -22,14 +22,15 @@ void app_close(struct app *a);
 
 /*
  * What a harness (tests/sim) puts in place of what app_open would open:
- * a store backend (NULL: LMDB), the library's clock (NULL: the system's)
- * and a provider (NULL: the one cfg names, which it must; else the app's
- * own from then on, closed by app_close).
+ * the library's handle, opened by open_idem instead of idem_open (NULL:
+ * idem_open; a harness's own store backend, idem_backend.h, which only
+ * tests reach), the library's clock (NULL: the system's) and a provider
+ * (NULL: the one cfg names, which it must; else the app's own from then
+ * on, closed by app_close).
  */
-struct store_ops;
 struct provider;
 struct app_inject {
-	const struct store_ops *backend;
+	int (*open_idem)(const struct idem_options *opt, struct idem **out);
 	uint64_t (*clock)(void *ctx);
 	void *clock_ctx;
 	struct provider *provider;

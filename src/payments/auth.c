@@ -31,7 +31,7 @@
 
 #include "auth.h"
 #include "crypto.h"
-#include "err.h"
+#include "idem.h"
 
 /*
  * The longest Bearer token considered.  Real API keys are far shorter;

@@ -5,9 +5,7 @@
 #include <string.h>
 
 #include "cfg.h"
-#include "err.h"
-#include "fp.h"
-#include "store.h"
+#include "idem.h"
 
 #ifndef IDEM_LOCALSTATEDIR
 #define IDEM_LOCALSTATEDIR "/var"
@@ -236,13 +234,37 @@ config_provider(const struct config *cfg, struct provider_config *pc)
 	pc->timeout_ms = cfg->provider_timeout_ms;
 }
 
+/*
+ * Whether IDEM_STORE names a PostgreSQL store: a libpq URI, as
+ * idem_options.dir takes one (idem.h).
+ */
+static int
+config_pg_uri(const char *s)
+{
+	return strncmp(s, "postgresql://", 13) == 0 ||
+	    strncmp(s, "postgres://", 11) == 0;
+}
+
+/* IDEM_FINGERPRINT: "canonical" or "raw" (idem.h, enum idem_fp_mode). */
+static int
+config_fp_mode(const char *s, enum idem_fp_mode *mode)
+{
+	if (strcmp(s, "canonical") == 0)
+		*mode = IDEM_FP_CANONICAL;
+	else if (strcmp(s, "raw") == 0)
+		*mode = IDEM_FP_RAW;
+	else
+		return -1;
+	return 0;
+}
+
 int
 config_load(struct config *cfg, char *err, size_t errlen)
 {
 	uint64_t ttl = 86400, lease = 30, limit = 65536, map = 32ULL << 30;
 	uint64_t latency = 0, per_account = UINT64_MAX, threads = 256;
 	uint64_t delay = 1000, ptimeout = 10000;
-	enum fp_mode mode = FP_CANONICAL;
+	enum idem_fp_mode mode = IDEM_FP_CANONICAL;
 	const char *s;
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -265,7 +287,7 @@ config_load(struct config *cfg, char *err, size_t errlen)
 	    config_log(cfg, err, errlen) != 0 ||
 	    config_pg(cfg, err, errlen) != 0)
 		return -1;
-	if (cfg->store[0] != '\0' && !store_pg_uri(cfg->store)) {
+	if (cfg->store[0] != '\0' && !config_pg_uri(cfg->store)) {
 		snprintf(err, errlen, "IDEM_STORE must be a postgresql:// URI");
 		return -1;
 	}
@@ -314,12 +336,12 @@ config_load(struct config *cfg, char *err, size_t errlen)
 	cfg->threads = (unsigned)threads;
 	cfg->commit_delay_us = (unsigned)delay;
 	s = getenv("IDEM_FINGERPRINT");
-	if (s != NULL && *s != '\0' && fp_mode_parse(s, &mode) != 0) {
+	if (s != NULL && *s != '\0' && config_fp_mode(s, &mode) != 0) {
 		snprintf(err, errlen, "IDEM_FINGERPRINT must be \"canonical\" "
 		    "or \"raw\", not \"%s\"", s);
 		return -1;
 	}
-	cfg->fp_mode = mode == FP_RAW ? IDEM_FP_RAW : IDEM_FP_CANONICAL;
+	cfg->fp_mode = mode;
 	s = getenv("IDEM_PROVIDER_FAIL");
 	if (s != NULL && *s != '\0' &&
 	    provider_fail_parse(s, &cfg->provider_fail) != 0) {

@@ -9,7 +9,7 @@
 
 #include "buf.h"
 #include "crypto.h"
-#include "err.h"
+#include "idem.h"
 #include "keyed.h"
 #include "metrics.h"
 #include "problem.h"

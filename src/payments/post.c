@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "err.h"
 #ifdef IDEM_PLANT_RANDOM_PROVIDER_KEY
 #include "crypto.h"
 #endif

@@ -24,11 +24,10 @@
 
 #include "buf.h"
 #include "crypto.h"
-#include "err.h"
 #include "fault.h"
+#include "idem.h"
 #include "provider.h"
 #include "provider_http.h"
-#include "idem.h"
 
 /*
  * Ledger row, version 1, big-endian:

@@ -17,7 +17,6 @@
 
 #include <curl/curl.h>
 
-#include "err.h"
 #include "idem.h"
 #include "json.h"
 #include "provider_http.h"

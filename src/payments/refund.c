@@ -9,7 +9,7 @@
 
 #include "buf.h"
 #include "crypto.h"
-#include "err.h"
+#include "idem.h"
 #include "json.h"
 #include "money.h"
 #include "payment.h"

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
 #include "handlers.h"
 #include "idem.h"
 #include "payment.h"

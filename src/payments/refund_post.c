@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
 #include "handlers.h"
 #include "idem.h"
 #include "json.h"

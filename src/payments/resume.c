@@ -9,14 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "crypto.h"
-#include "err.h"
 #include "handlers.h"
+#include "idem.h"
 #include "metrics.h"
 #include "refund.h"
 #include "resume.h"
 #include "rowkey.h"
-#include "store.h"
 
 /* A stuck claim found by a walk, to be taken over after it. */
 struct resume_item {
@@ -36,7 +36,6 @@ struct resume_walk {
 	size_t nseen;
 	size_t cap;
 	size_t skipped; /* stuck claims it cannot resume (counted once) */
-	const struct sealer *seal; /* the handle's: opens recovery points */
 	int rc;
 };
 
@@ -113,43 +112,45 @@ resume_kind_of(uint32_t stage, const void *point, size_t len,
 }
 
 /*
- * Whether the completer can carry the claim to its end.  The walk reads
- * below the library, so a sealed recovery point is opened here (into a
- * copy: the walk's record stays as it is).
+ * Whether the completer can carry the claim to its end: its recovery
+ * point opens and says what to do.
  */
 static int
-resume_can(const struct resume_walk *w, const char *scope, const char *key,
-    const struct rec *r)
+resume_can(struct idem_pending *p)
 {
 	struct pay_cp pcp;
 	struct refund_cp rcp;
-	struct rec open = *r;
-	int can;
+	const void *point;
+	size_t len;
 
-	open.mem = NULL;
-	if (store_unseal_point(w->seal, scope, key, &open) != IDEM_OK)
+	if (idem_pending_point(p, &point, &len) != IDEM_OK)
 		return 0;
-	can = resume_kind_of(open.stage, open.cp, open.cplen, &pcp, &rcp) !=
-	    RESUME_NONE;
-	free(open.mem);
-	return can;
+	return resume_kind_of(idem_pending_stage(p), point, len, &pcp,
+	    &rcp) != RESUME_NONE;
+}
+
+/* Whether the claim's lease ended by the walk's time. */
+static int
+resume_stuck(const struct resume_walk *w, const struct idem_pending *p)
+{
+	return idem_pending_lease_ms(p) <= w->now;
 }
 
 static int
-resume_gather(void *ctx, const char *scope, const char *key,
-    const struct rec *r)
+resume_gather(void *ctx, struct idem_pending *p)
 {
 	struct resume_walk *w = ctx;
+	const char *scope = idem_pending_scope(p), *key = idem_pending_key(p);
 	struct resume_item *it;
 	int m;
 
-	if (r->state != REC_IN_PROGRESS || r->lease_ms > w->now)
+	if (!resume_stuck(w, p))
 		return 0;
 	if ((m = resume_mark(w, scope, key)) <= 0) {
 		w->rc = m < 0 ? IDEM_ENOMEM : IDEM_OK;
 		return m < 0;
 	}
-	if (!resume_can(w, scope, key, r)) {
+	if (!resume_can(p)) {
 		w->skipped++;
 		return 0;
 	}
@@ -160,7 +161,7 @@ resume_gather(void *ctx, const char *scope, const char *key,
 		w->rc = IDEM_ENOMEM;
 		return 1;
 	}
-	memcpy(it->fp, r->fp, IDEM_FP_SIZE);
+	memcpy(it->fp, idem_pending_fingerprint(p), IDEM_FP_SIZE);
 	w->n++;
 	return w->n == w->max;
 }
@@ -357,7 +358,6 @@ int
 pay_resume_run(const struct pay_env *env, const struct pay_resume_opts *opts,
     struct pay_resume_counts *counts)
 {
-	struct store *s = store_of(env->idem);
 	struct resume_walk w;
 	size_t i;
 	int rc = IDEM_OK;
@@ -365,7 +365,6 @@ pay_resume_run(const struct pay_env *env, const struct pay_resume_opts *opts,
 	memset(counts, 0, sizeof(*counts));
 	memset(&w, 0, sizeof(w));
 	w.max = opts->batch > 0 ? opts->batch : 1;
-	w.seal = store_sealer(env->idem);
 	if ((w.items = calloc(w.max, sizeof(*w.items))) == NULL)
 		return IDEM_ENOMEM;
 	/*
@@ -378,8 +377,8 @@ pay_resume_run(const struct pay_env *env, const struct pay_resume_opts *opts,
 		w.now = idem_now_ms(env->idem);
 		w.rc = IDEM_OK;
 		w.skipped = 0;
-		rc = opts->all ? store_each(s, resume_gather, &w) :
-		    store_each_pending(s, resume_gather, &w);
+		rc = idem_pending_each(env->idem, opts->all ?
+		    IDEM_PENDING_ALL : IDEM_PENDING_STARTED, resume_gather, &w);
 		if (rc == IDEM_OK)
 			rc = w.rc;
 		counts->left += w.skipped;
@@ -403,14 +402,11 @@ pay_resume_run(const struct pay_env *env, const struct pay_resume_opts *opts,
 }
 
 static int
-resume_count_stuck(void *ctx, const char *scope, const char *key,
-    const struct rec *r)
+resume_count_stuck(void *ctx, struct idem_pending *p)
 {
 	struct resume_walk *w = ctx;
 
-	(void)scope;
-	(void)key;
-	if (r->state == REC_IN_PROGRESS && r->lease_ms <= w->now)
+	if (resume_stuck(w, p))
 		w->n++;
 	return 0;
 }
@@ -423,7 +419,8 @@ pay_stuck_count(struct idem *idem, uint64_t now_ms, size_t *n)
 
 	memset(&w, 0, sizeof(w));
 	w.now = now_ms;
-	rc = store_each_pending(store_of(idem), resume_count_stuck, &w);
+	rc = idem_pending_each(idem, IDEM_PENDING_STARTED, resume_count_stuck,
+	    &w);
 	*n = w.n;
 	return rc;
 }

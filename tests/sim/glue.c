@@ -25,6 +25,7 @@
 #include "fault.h"
 #include "glue.h"
 #include "handlers.h"
+#include "idem_backend.h"
 #include "lmdbwrap.h"
 #include "problem.h"
 #include "resume.h"
@@ -142,10 +143,17 @@ glue_world_end(void)
 	dir_remove();
 }
 
+/* The app's handle, on the schedule's backend. */
+static int
+glue_open_idem(const struct idem_options *opt, struct idem **out)
+{
+	return idem__open_backend(opt, backend(), out);
+}
+
 void *
 glue_app_open(int worker)
 {
-	struct app_inject inj = { backend(), glue_clock, NULL, NULL };
+	struct app_inject inj = { glue_open_idem, glue_clock, NULL, NULL };
 	struct config cfg;
 	struct app *a;
 	char err[256];

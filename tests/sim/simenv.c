@@ -3,7 +3,7 @@
  * simenv.c: the simulated clock and fault points.
  *
  * The library reads the time through clock_now_ms and marks its fault
- * points with fault_point (src/idem/fault.h); here both belong to the
+ * points with fault_point (src/util/fault.h); here both belong to the
  * simulator.  Reading the clock is a yield, so that time can pass, and
  * other requests run, between any two readings.  A fault point is a yield
  * where the worker may die; the store's own points ("store_claim" and so

@@ -663,6 +663,140 @@ test_hook_atomic_under_concurrency(void)
 	HARNESS_EQ(rows, BOUND);
 }
 
+/* What a walk of pending claims saw, claim by claim. */
+struct seen {
+	size_t n;
+	size_t stop_at;     /* stop after this many (0: never) */
+	char names[8][16];  /* "scope/key" */
+	uint32_t stage[8];
+	char point[8][8];
+	uint32_t attempts[8];
+	uint64_t created[8];
+	uint64_t lease[8];
+	int fp_ok[8];
+};
+
+static int
+see(void *ctx, struct idem_pending *p)
+{
+	struct seen *w = ctx;
+	const void *pt;
+	size_t len, i = w->n;
+
+	if (i >= 8)
+		return 1;
+	snprintf(w->names[i], sizeof(w->names[i]), "%s/%s",
+	    idem_pending_scope(p), idem_pending_key(p));
+	w->stage[i] = idem_pending_stage(p);
+	w->attempts[i] = idem_pending_attempts(p);
+	w->created[i] = idem_pending_created_ms(p);
+	w->lease[i] = idem_pending_lease_ms(p);
+	w->fp_ok[i] = memcmp(idem_pending_fingerprint(p), fp_a,
+	    IDEM_FP_SIZE) == 0;
+	HARNESS_EQ(idem_pending_point(p, &pt, &len), IDEM_OK);
+	if (len > 0 && len < sizeof(w->point[i]))
+		memcpy(w->point[i], pt, len);
+	else
+		CU_ASSERT(pt == NULL && len == 0);
+	w->n++;
+	return w->stop_at != 0 && w->n == w->stop_at;
+}
+
+/* A claim of (s, key) under fp_a at stage, with point (or none). */
+static struct idem_call *
+claim_at(const char *key, uint32_t stage, const char *point)
+{
+	struct idem_call *c = NULL;
+
+	HARNESS_EQ(idem_begin(idem, "s", key, fp_a, NULL, NULL, &c), IDEM_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	HARNESS_EQ(idem_call_verdict(c), IDEM_RUN);
+	if (stage != 0)
+		HARNESS_EQ(idem_checkpoint(c, stage, point, strlen(point)),
+		    IDEM_OK);
+	return c;
+}
+
+/*
+ * idem_pending_each hands out the claims in progress, never a completed
+ * key: with IDEM_PENDING_STARTED those past stage 0 (their index), with
+ * IDEM_PENDING_ALL every one; each with its scope, key, fingerprint,
+ * stage, recovery point, attempts, creation time and lease, as a take-
+ * over leaves them; a non-zero return stops it.
+ */
+static void
+test_pending_walk(void)
+{
+	struct idem_response r = { 201, NULL, 0, "{}", 2 };
+	struct idem_call *a, *b, *c, *d, *t = NULL;
+	struct seen w;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(idem);
+	a = claim_at("a", 0, NULL);
+	now_ms = T0 + 5;
+	b = claim_at("b", 2, "pt-b");
+	c = claim_at("c", 1, "pt-c");
+	HARNESS_EQ(idem_finish(c, &r, NULL, NULL), IDEM_OK);
+	d = claim_at("d", 1, "pt-d");
+	HARNESS_EQ(idem_abandon(d), IDEM_OK);
+
+	memset(&w, 0, sizeof(w));
+	HARNESS_EQ(idem_pending_each(idem, IDEM_PENDING_STARTED, see, &w),
+	    IDEM_OK);
+	HARNESS_EQ(w.n, 2);
+	CU_ASSERT_STRING_EQUAL(w.names[0], "s/b");
+	CU_ASSERT_STRING_EQUAL(w.names[1], "s/d");
+	HARNESS_EQ(w.stage[0], 2);
+	CU_ASSERT_STRING_EQUAL(w.point[0], "pt-b");
+	CU_ASSERT_STRING_EQUAL(w.point[1], "pt-d");
+	HARNESS_EQ(w.attempts[0], 1);
+	HARNESS_EQ(w.created[0], T0 + 5);
+	HARNESS_EQ(w.lease[0], T0 + 5 + LEASE);
+	/* Abandoned: its lease ended when it was. */
+	HARNESS_EQ(w.lease[1], T0 + 5);
+	CU_ASSERT(w.fp_ok[0] && w.fp_ok[1]);
+
+	memset(&w, 0, sizeof(w));
+	HARNESS_EQ(idem_pending_each(idem, IDEM_PENDING_ALL, see, &w),
+	    IDEM_OK);
+	HARNESS_EQ(w.n, 3);
+	CU_ASSERT_STRING_EQUAL(w.names[0], "s/a");
+	CU_ASSERT_STRING_EQUAL(w.names[1], "s/b");
+	CU_ASSERT_STRING_EQUAL(w.names[2], "s/d");
+	HARNESS_EQ(w.stage[0], 0);
+	CU_ASSERT_STRING_EQUAL(w.point[0], "");
+	HARNESS_EQ(w.created[0], T0);
+
+	memset(&w, 0, sizeof(w));
+	w.stop_at = 1;
+	HARNESS_EQ(idem_pending_each(idem, IDEM_PENDING_ALL, see, &w),
+	    IDEM_OK);
+	HARNESS_EQ(w.n, 1);
+
+	/* A take-over: attempts 2, created and point kept. */
+	now_ms = T0 + 10;
+	HARNESS_EQ(idem_begin(idem, "s", "d", fp_a, NULL, NULL, &t), IDEM_OK);
+	HARNESS_EQ(idem_call_verdict(t), IDEM_RESUME);
+	memset(&w, 0, sizeof(w));
+	HARNESS_EQ(idem_pending_each(idem, IDEM_PENDING_STARTED, see, &w),
+	    IDEM_OK);
+	HARNESS_EQ(w.n, 2);
+	HARNESS_EQ(w.attempts[1], 2);
+	HARNESS_EQ(w.created[1], T0 + 5);
+	HARNESS_EQ(w.lease[1], T0 + 10 + LEASE);
+	CU_ASSERT_STRING_EQUAL(w.point[1], "pt-d");
+
+	HARNESS_EQ(idem_pending_each(idem, IDEM_PENDING_ALL, NULL, &w),
+	    IDEM_EINVAL);
+	HARNESS_EQ(idem_pending_each(idem, (enum idem_pending_walk)7, see,
+	    &w), IDEM_EINVAL);
+	idem_call_free(t);
+	idem_call_free(a);
+	idem_call_free(b);
+	idem_call_free(c);
+	idem_call_free(d);
+}
+
 int
 harness_suites(void)
 {
@@ -693,7 +827,9 @@ harness_suites(void)
 	    CU_add_test(s, "Retry-After with idem.h alone",
 	    test_retry_after_idem_h_alone) == NULL ||
 	    CU_add_test(s, "hook atomic under concurrency",
-	    test_hook_atomic_under_concurrency) == NULL)
+	    test_hook_atomic_under_concurrency) == NULL ||
+	    CU_add_test(s, "walk of pending claims", test_pending_walk) ==
+	    NULL)
 		return -1;
 	return 0;
 }

@@ -746,6 +746,63 @@ test_reseal_contract(void)
 	store_close(st);
 }
 
+/* What a walk of claims got from idem_pending_point. */
+struct point_seen {
+	int rc;
+	char point[16];
+	size_t n;
+};
+
+static int
+point_of(void *ctx, struct idem_pending *p)
+{
+	struct point_seen *w = ctx;
+	const void *pt;
+	size_t len;
+
+	w->n++;
+	w->rc = idem_pending_point(p, &pt, &len);
+	if (w->rc == IDEM_OK && len < sizeof(w->point))
+		memcpy(w->point, pt, len);
+	else
+		CU_ASSERT(pt == NULL && len == 0);
+	return 0;
+}
+
+/*
+ * The walk of claims in progress opens a sealed recovery point for its
+ * reader (the completer sees the plaintext), and one that does not open
+ * under the handle's key file is IDEM_ESEAL, never its sealed bytes.
+ */
+static void
+test_pending_point_opened(void)
+{
+	struct idem *h = open_idem(key1), *other;
+	struct idem_call *c = NULL;
+	struct point_seen w;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	CU_ASSERT_EQUAL_FATAL(idem_begin(h, "s", "claim", fp, NULL, NULL, &c),
+	    IDEM_OK);
+	CU_ASSERT_EQUAL(idem_checkpoint(c, 1, "pay_point", 9), IDEM_OK);
+	idem_call_free(c);
+	memset(&w, 0, sizeof(w));
+	HARNESS_EQ(idem_pending_each(h, IDEM_PENDING_STARTED, point_of, &w),
+	    IDEM_OK);
+	HARNESS_EQ(w.n, 1);
+	HARNESS_EQ(w.rc, IDEM_OK);
+	CU_ASSERT_STRING_EQUAL(w.point, "pay_point");
+	idem_close(h);
+	other = open_idem(key2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(other);
+	memset(&w, 0, sizeof(w));
+	HARNESS_EQ(idem_pending_each(other, IDEM_PENDING_ALL, point_of, &w),
+	    IDEM_OK);
+	HARNESS_EQ(w.n, 1);
+	HARNESS_EQ(w.rc, IDEM_ESEAL);
+	idem_close(other);
+}
+
 int
 harness_suites(void)
 {
@@ -769,7 +826,9 @@ harness_suites(void)
 	    CU_add_test(s, "rekey in batches", test_rekey_in_batches) == NULL ||
 	    CU_add_test(s, "rekey records", test_rekey_records) == NULL ||
 	    CU_add_test(s, "reseal in one transaction",
-	    test_reseal_contract) == NULL)
+	    test_reseal_contract) == NULL ||
+	    CU_add_test(s, "pending claims' points opened",
+	    test_pending_point_opened) == NULL)
 		return -1;
 	return 0;
 }

@@ -1440,6 +1440,59 @@ test_open_creates_dir(void)
 	HARNESS_EQ(store_open(&cfg, &s), IDEM_EINVAL);
 }
 
+/*
+ * The storage rules kept in one place (store.c) hold on every backend
+ * alike: a key whose longest index key (8 bytes of time, scope, NUL,
+ * key) is 511 bytes is claimed, one a byte longer is IDEM_ETOOBIG and
+ * writes nothing; and a record is pending exactly while it is a claim
+ * past stage 0, else in the expiry index at the later of its expiry and
+ * its lease.
+ */
+static void
+test_shared_rules(void)
+{
+	char scope[] = "acct", key[512];
+	struct store_claim c;
+	struct rec r;
+	uint8_t t[REC_TOKEN_SIZE];
+	uint64_t at;
+	size_t fit = 511 - STORE_INDEX_PREFIX - 1 - strlen(scope);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	tok(t, 1);
+	memset(key, 'k', fit + 1);
+	key[fit + 1] = '\0';
+	HARNESS_EQ(store_claim(st, scope, key, fp_a, t, T0, LEASE, TTL, NULL,
+	    &c), IDEM_ETOOBIG);
+	HARNESS_EQ(store_names_check(scope, key, 511), IDEM_ETOOBIG);
+	key[fit] = '\0';
+	HARNESS_EQ(store_lookup(st, scope, key, &r), IDEM_ENOTFOUND);
+	HARNESS_EQ(store_names_check(scope, key, 511), IDEM_OK);
+	memset(&c, 0, sizeof(c));
+	HARNESS_EQ(store_claim(st, scope, key, fp_a, t, T0, LEASE, TTL, NULL,
+	    &c), IDEM_OK);
+	HARNESS_EQ(c.decision, ENGINE_CLAIM);
+	rec_free(&c.rec);
+	HARNESS_EQ(store_names_check("", key, 511), IDEM_EINVAL);
+	HARNESS_EQ(store_names_check(scope, "", 511), IDEM_EINVAL);
+
+	memset(&r, 0, sizeof(r));
+	r.state = REC_IN_PROGRESS;
+	r.expires_ms = T0 + TTL;
+	r.lease_ms = T0 + TTL + 5;
+	CU_ASSERT(!store_rec_pending(&r));
+	HARNESS_EQ(store_rec_expiry_at(&r, &at), 1);
+	CU_ASSERT(at == T0 + TTL + 5);
+	r.stage = 1;
+	CU_ASSERT(store_rec_pending(&r));
+	HARNESS_EQ(store_rec_expiry_at(&r, &at), 0);
+	CU_ASSERT(at == 0);
+	r.state = REC_COMPLETED;
+	CU_ASSERT(!store_rec_pending(&r));
+	HARNESS_EQ(store_rec_expiry_at(&r, &at), 1);
+	CU_ASSERT(at == T0 + TTL);
+}
+
 int
 harness_suites(void)
 {
@@ -1485,6 +1538,7 @@ harness_suites(void)
 		{ "two handles in one process", test_two_handles },
 		{ "read only", test_read_only },
 		{ "open creates dir 0700", test_open_creates_dir },
+		{ "storage rules shared by the backends", test_shared_rules },
 		{ "PostgreSQL restart: reconnect, nothing lost",
 		    test_pg_restart },
 		{ "PostgreSQL: unmigrated refused, migrate once",

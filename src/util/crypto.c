@@ -17,7 +17,7 @@
 
 #include "buf.h"
 #include "crypto.h"
-#include "err.h"
+#include "idem.h"
 
 /*
  * Callers hold libsodium's states in crypto.h's opaque buffers, on the

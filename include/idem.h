@@ -62,7 +62,7 @@ extern "C" {
  * idem_version_number() >= IDEM_VERSION_NUMBER.
  */
 #define IDEM_VERSION_MAJOR 0
-#define IDEM_VERSION_MINOR 2
+#define IDEM_VERSION_MINOR 3
 #define IDEM_VERSION_PATCH 0
 #define IDEM_VERSION_NUMBER (IDEM_VERSION_MAJOR * 10000 + \
 	IDEM_VERSION_MINOR * 100 + IDEM_VERSION_PATCH)
@@ -519,6 +519,78 @@ int idem_row_scan(struct idem *idem, const char *table, const void *prefix,
 
 /* The number of rows in table.  IDEM_EINVAL (no such table), IDEM_EIO. */
 int idem_row_count(struct idem *idem, const char *table, size_t *n);
+
+/*
+ * Claims in progress, for a completer: a program that carries to their
+ * end the claims whose client gave up (a timeout, a crashed worker), by
+ * taking each over as a retry would, idem_begin with the claim's own
+ * fingerprint once its lease has run out (IDEM_RESUME), and going on
+ * from its recovery point.  Since 0.3.0.
+ */
+
+/* Which claims idem_pending_each walks. */
+enum idem_pending_walk {
+	/*
+	 * The claims past stage 0, those that may have left a side effect,
+	 * from their own index: the cost is theirs, not the store's.
+	 */
+	IDEM_PENDING_STARTED = 0,
+	/*
+	 * Every claim in progress, stage 0 too: a walk of every key, whose
+	 * cost is the store's size.
+	 */
+	IDEM_PENDING_ALL = 1
+};
+
+/* One claim in progress, as idem_pending_each hands it to its function. */
+struct idem_pending;
+
+/*
+ * Called for each claim; a non-zero return ends the walk (idem_pending_
+ * each then returns IDEM_OK).  p, and every pointer its functions give,
+ * is valid only until fn returns: copy what outlives it.  fn may not call
+ * the handle's other functions (the walk holds a read transaction or a
+ * session of the store): gather what it needs, and take claims over
+ * after the walk.
+ */
+typedef int (*idem_pending_fn)(void *ctx, struct idem_pending *p);
+
+/*
+ * Calls fn for each claim in progress that which names, in the order of
+ * (scope, key), from one read of the store: a claim taken, ended or
+ * taken over meanwhile is seen as it was.  Errors: IDEM_EINVAL (fn NULL,
+ * which unknown), IDEM_EIO, IDEM_EBUSY, IDEM_ENOMEM, IDEM_ECORRUPT (a
+ * stored record that does not decode: the walk ends there, after the
+ * claims before it).
+ */
+int idem_pending_each(struct idem *idem, enum idem_pending_walk which,
+    idem_pending_fn fn, void *ctx);
+
+/*
+ * The claim's scope and key (NUL-terminated), and the fingerprint it was
+ * made with (IDEM_FP_SIZE bytes): what idem_begin takes to take it over.
+ */
+const char *idem_pending_scope(const struct idem_pending *p);
+const char *idem_pending_key(const struct idem_pending *p);
+const uint8_t *idem_pending_fingerprint(const struct idem_pending *p);
+
+/* When its lease ends, or ended: a take-over waits until then. */
+uint64_t idem_pending_lease_ms(const struct idem_pending *p);
+
+/* As idem_call_created_ms and idem_call_attempts say. */
+uint64_t idem_pending_created_ms(const struct idem_pending *p);
+uint32_t idem_pending_attempts(const struct idem_pending *p);
+
+/*
+ * Its recovery point: the stage, and the bytes, opened when the store
+ * seals them (*point NULL and *len 0 when there are none), valid until fn
+ * returns.  The stage cannot fail; the bytes may: IDEM_ESEAL (they do not
+ * open under the handle's key file, said on standard error), IDEM_ENOMEM,
+ * and then *point is NULL and *len 0.
+ */
+uint32_t idem_pending_stage(const struct idem_pending *p);
+int idem_pending_point(struct idem_pending *p, const void **point,
+    size_t *len);
 
 #ifdef __cplusplus
 }

@@ -53,7 +53,7 @@
 #include <string.h>
 
 #include "buf.h"
-#include "err.h"
+#include "idem.h"
 #include "json.h"
 
 /*

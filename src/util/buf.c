@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "buf.h"
-#include "err.h"
+#include "idem.h"
 
 /* The first block of a buffer, in bytes. */
 #define BUF_FIRST 256

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "err.h"
+#include "idem.h"
 #include "metrics.h"
 
 #define METRICS_MAGIC 0x6964656d6d657435ULL /* "idemmet5" */
