@@ -84,13 +84,17 @@ pg_sync_mode(int *mode)
 
 /*
  * Says why once each time the verdict changes, so that a refused store
- * under load logs one line, not one a request.
+ * under load logs one line, not one a request; sessions accepted are
+ * news only after a refusal (a CGI process opens the store for every
+ * request).
  */
 static void
 pg_sync_log(struct pgstore *s, enum pg_sync_why why, const char *detail)
 {
-	if (__atomic_exchange_n(&s->sync_why, (int)why, __ATOMIC_RELAXED) ==
-	    (int)why)
+	int was = __atomic_exchange_n(&s->sync_why, (int)why,
+	    __ATOMIC_RELAXED);
+
+	if (was == (int)why || (why == PG_SYNC_OK && was == PG_SYNC_UNKNOWN))
 		return;
 	if (why == PG_SYNC_OK)
 		fprintf(stderr, "idem: the PostgreSQL store's commits wait for "
