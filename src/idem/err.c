@@ -17,8 +17,8 @@ static const char *const idem_errstr[IDEM_ERR__MAX] = {
 	[IDEM_EREFUSED] = "refused by the application",
 	[IDEM_ESEAL] = "a sealed value could not be opened",
 	[IDEM_EBUSY] = "store is busy",
-	[IDEM_EUNSAFE] = "store's commits would not wait for a synchronous "
-	    "standby",
+	[IDEM_EUNSAFE] = ("store's commits would not wait for a synchronous "
+	    "standby"),
 };
 
 const char *
