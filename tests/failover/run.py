@@ -33,7 +33,6 @@ failed".  Needs patroni and etcd-server (Debian), and a build with
 import argparse
 import atexit
 import collections
-import http.client
 import itertools
 import os
 import secrets
@@ -45,12 +44,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from lib import patroni, servers  # noqa: E402
+from lib.cluster import brief, pay  # noqa: E402
 from lib.common import (DEADLINE, REPLAY_EXEMPT, Results,  # noqa: E402
                         become_subreaper, has_sanitizer_report, note)
 from lib.servers import cleanup_all  # noqa: E402
-from lib.web import Reply, http_request  # noqa: E402
+from lib.web import Reply  # noqa: E402
 
-BODY = b'{"amount": 100.00, "currency": "BRL"}'
 RESULTS = Results()
 
 
@@ -61,20 +60,6 @@ class Check(Exception):
 def expect(cond, why):
     if not cond:
         raise Check(why)
-
-
-def pay(host, key):
-    try:
-        return http_request(host.port, "POST", "/payments", BODY, {
-            "Authorization": f"Bearer {host.secrets['acct_alpha']}",
-            "Content-Type": "application/json",
-            "Idempotency-Key": f'"{key}"'})
-    except (OSError, http.client.HTTPException) as e:
-        return e
-
-
-def brief(r):
-    return r.brief() if isinstance(r, Reply) else f"{type(r).__name__}: {r}"
 
 
 def replay_problems(first, again, what):

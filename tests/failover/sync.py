@@ -28,7 +28,6 @@ passed, N failed".
 
 import argparse
 import atexit
-import http.client
 import os
 import secrets
 import signal
@@ -38,12 +37,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from lib import pg  # noqa: E402
-from lib.cluster import Cluster  # noqa: E402
+from lib.cluster import Cluster, brief, pay  # noqa: E402
 from lib.common import DEADLINE, Results, become_subreaper, note  # noqa: E402
 from lib.servers import cleanup_all  # noqa: E402
 from lib.web import Reply, http_request  # noqa: E402
 
-BODY = b'{"amount": 100.00, "currency": "BRL"}'
 RESULTS = Results()
 
 
@@ -54,20 +52,6 @@ class Check(Exception):
 def expect(cond, why):
     if not cond:
         raise Check(why)
-
-
-def pay(host, key):
-    try:
-        return http_request(host.port, "POST", "/payments", BODY, {
-            "Authorization": f"Bearer {host.secrets['acct_alpha']}",
-            "Content-Type": "application/json",
-            "Idempotency-Key": f'"{key}"'})
-    except (OSError, http.client.HTTPException) as e:
-        return e
-
-
-def brief(r):
-    return r.brief() if isinstance(r, Reply) else f"{type(r).__name__}: {r}"
 
 
 def refused(r, what):

@@ -16,12 +16,33 @@ provider_timeout_ms, keep).  Every host has the same API secrets, so a
 client may send its retry to any of them."""
 
 import argparse
+import http.client
 import os
 import signal
 import subprocess
 
 from lib import pg, servers
 from lib.common import DEADLINE, kill_pids, proc_alive, proc_state, wait_gone
+from lib.web import Reply, http_request
+
+BODY = b'{"amount": 100.00, "currency": "BRL"}'
+
+
+def pay(host, key, body=BODY):
+    """POST /payments to host as acct_alpha with key: the Reply, or the
+    exception that stood in for one (a reset, a refused connection)."""
+    try:
+        return http_request(host.port, "POST", "/payments", body, {
+            "Authorization": f"Bearer {host.secrets['acct_alpha']}",
+            "Content-Type": "application/json",
+            "Idempotency-Key": f'"{key}"'})
+    except (OSError, http.client.HTTPException) as e:
+        return e
+
+
+def brief(r):
+    """One line for a failure message: a Reply's, or an exception's."""
+    return r.brief() if isinstance(r, Reply) else f"{type(r).__name__}: {r}"
 
 
 class Cluster:
