@@ -544,7 +544,8 @@ pg_acquire(struct pgstore *s, struct pgconn **out)
 		pg_release(s, pc);
 		return rc;
 	}
-	if ((rc = pg_schema_check(s, pc, opened)) != IDEM_OK) {
+	if ((rc = pg_schema_check(s, pc, opened)) != IDEM_OK ||
+	    (rc = pg_sync_recheck(s, pc, opened)) != IDEM_OK) {
 		pg_release(s, pc);
 		return rc;
 	}

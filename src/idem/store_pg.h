@@ -94,6 +94,13 @@
  */
 #define PG_SCHEMA_CHECK_MS 10000
 /*
+ * How often a running program checks the server's replication again on
+ * a session already open (pg_sync_recheck): a synchronous_standby_names
+ * emptied under it refuses its calls within this (doc/DESIGN.md,
+ * "Replication checked").
+ */
+#define PG_SYNC_CHECK_MS 10000
+/*
  * idemctl migrate: how long a migration's statement waits for a lock
  * (well below the writers' PG_LOCK_TIMEOUT_MS, so that the writers that
  * queue behind it get through when it gives up), the pause before it
@@ -217,6 +224,12 @@ struct pgstore {
 	int schema_bad;
 	int repl;                     /* enum pg_repl (pg_sync_mode) */
 	int sync_why;                 /* store_pg_sync.c's last verdict */
+	/*
+	 * pg_sync_recheck's, under mu: when the next is due (ms of
+	 * CLOCK_MONOTONIC), and whether the last refused.
+	 */
+	uint64_t sync_due_ms;
+	int sync_bad;
 };
 
 /* Parameters of one statement: bytea in binary, numbers as text. */
@@ -337,6 +350,13 @@ int pg_sync_mode(int *mode);
  * standby or the settings cannot be read.
  */
 int pg_sync_check(struct pgstore *s, PGconn *c);
+/*
+ * The same check on pc's session every PG_SYNC_CHECK_MS, for settings
+ * changed under open sessions; a refusal (IDEM_EUNSAFE) holds for every
+ * call until a check accepts.  opened: pc's session was just opened
+ * (and checked).
+ */
+int pg_sync_recheck(struct pgstore *s, struct pgconn *pc, int opened);
 
 /* store_pg_ops.c */
 /* Frees what the store knows of the claims it holds. */

@@ -9,7 +9,8 @@
  * synchronous_commit is on (or remote_apply).  Otherwise a payment
  * answered 201 can be gone after a failover to an asynchronous standby.
  * So every session the store opens (at open, in the pool, for a lost
- * COMMIT's read-back) is checked before any call uses it, and refused
+ * COMMIT's read-back) is checked before any call uses it, and again
+ * every PG_SYNC_CHECK_MS while in use (pg_sync_recheck), and refused
  * with IDEM_EUNSAFE when:
  *
  *	- its synchronous_commit is neither on nor remote_apply;
@@ -38,9 +39,11 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <libpq-fe.h>
 
@@ -170,5 +173,54 @@ pg_sync_check(struct pgstore *s, PGconn *c)
 	}
 	PQclear(r);
 	pg_sync_log(s, why, detail);
+	return rc;
+}
+
+/*
+ * The check again on a session already in use, for a server whose
+ * settings change under sessions it accepted (synchronous_standby_names
+ * emptied and reloaded, the declaration withdrawn): every
+ * PG_SYNC_CHECK_MS, on the session a call takes, whichever thread's
+ * call comes first.  A refusal holds for every call of the store until
+ * a check (this one again, or a newly opened session's) accepts; the
+ * other threads go on with what the last check found.  opened: pc's
+ * session was just opened, and pg_session_open checked it.
+ */
+int
+pg_sync_recheck(struct pgstore *s, struct pgconn *pc, int opened)
+{
+	struct timespec ts;
+	uint64_t now;
+	int due, rc;
+
+	if (s->read_only)
+		return IDEM_OK;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	pthread_mutex_lock(&s->mu);
+	if (opened) {
+		s->sync_bad = 0;
+		s->sync_due_ms = now + PG_SYNC_CHECK_MS;
+	}
+	due = !opened && now >= s->sync_due_ms;
+	if (due)
+		s->sync_due_ms = now + PG_SYNC_CHECK_MS;
+	rc = s->sync_bad ? IDEM_EUNSAFE : IDEM_OK;
+	pthread_mutex_unlock(&s->mu);
+	if (!due)
+		return rc;
+	rc = pg_sync_check(s, pc->c);
+	if (rc == IDEM_EIO) {
+		/* Not a verdict: the session, or the read, failed. */
+		if (PQstatus(pc->c) != CONNECTION_OK)
+			pc->broken = 1;
+		pthread_mutex_lock(&s->mu);
+		s->sync_due_ms = 0;
+		pthread_mutex_unlock(&s->mu);
+		return rc;
+	}
+	pthread_mutex_lock(&s->mu);
+	s->sync_bad = rc == IDEM_EUNSAFE;
+	pthread_mutex_unlock(&s->mu);
 	return rc;
 }

@@ -242,6 +242,38 @@ class Load:
         raise Check(f"{what}: fewer than {n} payments in {seconds} s")
 
 
+def rejoined_as_standby(db, rnd, old, new):
+    """old, running again, is a standby on the leader's timeline.  Patroni
+    says "running" as soon as its PostgreSQL accepts connections; after
+    pg_rewind it may restart it once more, and a member's timeline in
+    the DCS is what its last loop saw: a bounded poll, which fails with
+    what it saw last."""
+    seen = {}
+
+    def standby():
+        try:
+            seen["recovery"] = db.node_query(db.node(old),
+                                             "SELECT pg_is_in_recovery()")
+        except RuntimeError as e:
+            seen["recovery"] = str(e)
+            return False
+        ms = {m["name"]: m for m in db.members()}
+        seen["timelines"] = (ms.get(old, {}).get("timeline"),
+                             ms.get(new, {}).get("timeline"))
+        seen["leader"] = db.leader()
+        return seen["recovery"] == [["t"]] and seen["leader"] == new and \
+            seen["timelines"][0] is not None and \
+            seen["timelines"][0] == seen["timelines"][1]
+    try:
+        db.wait(f"kill {rnd}: {old} a standby on {new}'s timeline", standby,
+                DEADLINE.timeout(60))
+    except RuntimeError as e:
+        raise Check(f"{str(e).splitlines()[0]}: in recovery "
+                    f"{seen.get('recovery')}, timelines ({old}, {new}) "
+                    f"{seen.get('timelines')}, leader {seen.get('leader')}") \
+            from None
+
+
 def kill_primary(st, load, rnd, summary):
     db = st.db
     db.wait_healthy(DEADLINE.timeout(120))
@@ -262,12 +294,7 @@ def kill_primary(st, load, rnd, summary):
     db.wait_healthy(DEADLINE.timeout(180))
     expect(db.leader() == new, f"kill {rnd}: the leader moved to {db.leader()} "
            f"when {old} came back")
-    rec = db.node_query(db.node(old), "SELECT pg_is_in_recovery()")
-    expect(rec == [["t"]], f"kill {rnd}: {old} back, in recovery: {rec}")
-    ms = {m["name"]: m for m in db.members()}
-    expect(ms[old].get("timeline") == ms[new].get("timeline"),
-           f"kill {rnd}: {old} on timeline {ms[old].get('timeline')}, the "
-           f"leader on {ms[new].get('timeline')}")
+    rejoined_as_standby(db, rnd, old, new)
     note(f"kill {rnd}: {old} killed, {new} promoted in {promoted:.1f} s, "
          f"{gap:.1f} s without a payment, {old} rejoined as a standby")
     summary.append(gap)

@@ -200,6 +200,45 @@ def case_sync(c, h, state):
     expect(status == 200, f"/healthz of a new process: {status} {body[:200]!r}")
 
 
+def case_names_dropped(c, h, state):
+    """synchronous_standby_names emptied under a running primary, the
+    host's sessions open and accepted (an operator's reflex when commits
+    hang on a stalled standby): the host refuses within the store's
+    periodic check (PG_SCHEMA_CHECK_MS, 10 s), and pays again once the
+    standby is named again."""
+    r = pay(h, "sync-open-" + secrets.token_hex(6))
+    expect(isinstance(r, Reply) and r.status == 201, f"POST: {brief(r)}")
+    set_names(c, None)
+    seen = []
+
+    def all_refused():
+        """Six calls in a row, payments and /healthz, every one the
+        fail-closed answer: every worker's sessions refused."""
+        for i in range(6):
+            r = pay(h, "sync-dropped-" + secrets.token_hex(6)) if i % 2 \
+                else http_request(h.port, "GET", "/healthz")
+            seen[:] = [r]
+            try:
+                refused(r, "a call after synchronous_standby_names was "
+                        "emptied")
+            except Check:
+                return False
+        return True
+    try:
+        wait_for("every call refused on sessions opened before "
+                 "synchronous_standby_names was emptied", all_refused, 25)
+    except Check as e:
+        raise Check(f"{e}; the last answer: {brief(seen[0])}") from None
+    set_names(c, "standby1")
+    wait_for("the standby is synchronous again", lambda: c.pg.query(
+        "SELECT sync_state FROM pg_stat_replication") == [["sync"]])
+
+    def paid():
+        r = pay(h, "sync-again-" + secrets.token_hex(6))
+        return isinstance(r, Reply) and r.status == 201
+    wait_for("a payment accepted with the standby named again", paid, 20)
+
+
 def case_undeclared(c, h, state):
     set_names(c, None)
     state.pop("sb").stop()
@@ -257,6 +296,9 @@ def main():
         run_case("the standby made synchronous: the same workers pay, the "
                  "refused key's retry is 201, one charge", case_sync, c, h,
                  state)
+        run_case("synchronous_standby_names emptied under open sessions: "
+                 "refused within the periodic check, accepted again when "
+                 "the standby is named", case_names_dropped, c, h, state)
         run_case("no standby, not declared: refused; IDEM_PG_REPLICATION "
                  "decides over the database", case_undeclared, c, h, state)
     except Exception as e:              # noqa: BLE001
