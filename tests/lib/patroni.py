@@ -39,6 +39,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -84,6 +85,19 @@ def _alive(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def _postmaster_zombie(pid):
+    """Whether pid is a PostgreSQL process that exited and awaits its
+    parent (a stale postmaster.pid's pid reused by another process is
+    never taken for one)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    comm = stat[stat.find("(") + 1:stat.rfind(")")]
+    return comm == "postgres" and stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
 class Node:
@@ -191,6 +205,14 @@ class Node:
             return None
         return pid if _alive(pid) else None
 
+    def postmasters_seen(self, seen):
+        """Adds the pid in postmaster.pid, if any, to the set seen."""
+        try:
+            with open(os.path.join(self.data, "postmaster.pid")) as f:
+                seen.add(int(f.readline()))
+        except (OSError, ValueError):
+            pass
+
     def kill(self):
         """SIGKILL to Patroni, the postmaster and its children at once, as
         when the machine dies.  The pids killed."""
@@ -273,6 +295,31 @@ class PatroniCluster:
         self.etcd = None
         self.etcd_log = os.path.join(self.tmp, "etcd.log")
         self.nodes = [Node(self, f"node{i + 1}") for i in range(nodes)]
+        self._reaper = None
+        self._reaper_stop = threading.Event()
+
+    def _reap_postmasters(self):
+        """Patroni starts PostgreSQL through a process that exits, so each
+        postmaster is orphaned and reparented to a subreaper, when the
+        suite is one (lib.common.become_subreaper), not to Patroni.  When
+        Patroni stops one (a standby stopped for pg_rewind, a restart) it
+        waits until the pid is gone, and a zombie nobody reaps is never
+        gone: the node hangs "running pg_rewind ... in progress" and the
+        leader has no synchronous standby.  So every postmaster pid seen
+        in the nodes' postmaster.pid is reaped, by pid, once it exits;
+        nothing else of the process's children is touched."""
+        seen = set()
+        while not self._reaper_stop.wait(0.1):
+            for n in self.nodes:
+                n.postmasters_seen(seen)
+            for pid in list(seen):
+                if not _exists(pid):
+                    seen.discard(pid)
+                elif _postmaster_zombie(pid):
+                    try:
+                        os.waitpid(pid, os.WNOHANG)
+                    except ChildProcessError:
+                        pass        # another parent's, which reaps it
 
     def node(self, name):
         return next(n for n in self.nodes if n.name == name)
@@ -297,6 +344,9 @@ class PatroniCluster:
         self.wait("etcd answers", lambda: self._etcd_ok(url), 30)
         for n in self.nodes:
             n.setup()
+        self._reaper = threading.Thread(target=self._reap_postmasters,
+                                        daemon=True)
+        self._reaper.start()
         self.nodes[0].start()
         self.wait("a leader", lambda: self.leader() is not None, timeout)
         for n in self.nodes[1:]:
@@ -406,6 +456,10 @@ class PatroniCluster:
     def stop(self, keep=False):
         """Every node killed (the data is thrown away: nothing to stop
         cleanly), etcd too; the temporary directory removed unless keep."""
+        if self._reaper is not None:
+            self._reaper_stop.set()
+            self._reaper.join(timeout=10)
+            self._reaper = None
         for n in self.nodes:
             try:
                 n.kill()
