@@ -62,7 +62,7 @@ extern "C" {
  * idem_version_number() >= IDEM_VERSION_NUMBER.
  */
 #define IDEM_VERSION_MAJOR 0
-#define IDEM_VERSION_MINOR 3
+#define IDEM_VERSION_MINOR 4
 #define IDEM_VERSION_PATCH 0
 #define IDEM_VERSION_NUMBER (IDEM_VERSION_MAJOR * 10000 + \
 	IDEM_VERSION_MINOR * 100 + IDEM_VERSION_PATCH)
@@ -576,6 +576,14 @@ const uint8_t *idem_pending_fingerprint(const struct idem_pending *p);
 
 /* When its lease ends, or ended: a take-over waits until then. */
 uint64_t idem_pending_lease_ms(const struct idem_pending *p);
+
+/*
+ * When its key expires, as the store keeps it: a claim at stage 0 may be
+ * purged once both this and its lease's end have passed; one past stage 0
+ * is never purged, whatever this says, and waits for a take-over.  A
+ * take-over moves it to at least a TTL after itself.  Since 0.4.0.
+ */
+uint64_t idem_pending_expires_ms(const struct idem_pending *p);
 
 /* As idem_call_created_ms and idem_call_attempts say. */
 uint64_t idem_pending_created_ms(const struct idem_pending *p);

@@ -188,6 +188,41 @@ ctl_store(int read_only)
 	return s;
 }
 
+void
+ctl_idem_options(struct idem_options *opt)
+{
+	memset(opt, 0, sizeof(*opt));
+	opt->size = sizeof(*opt);
+	opt->dir = ctl_where();
+	opt->map_size = ctl_cfg.map_size;
+	opt->lease_ms = ctl_cfg.lease_ms;
+	opt->ttl_ms = ctl_cfg.ttl_ms;
+	opt->max_keys_per_scope = ctl_cfg.keys_per_account;
+	opt->commit_delay_us = ctl_cfg.commit_delay_us;
+	opt->tables = pay_tables;
+	opt->pg_connect_timeout_s = ctl_cfg.pg_connect_timeout_s;
+	opt->pg_statement_timeout_ms = ctl_cfg.pg_statement_timeout_ms;
+	opt->pg_lock_timeout_ms = ctl_cfg.pg_lock_timeout_ms;
+	opt->pg_pool_wait_ms = ctl_cfg.pg_pool_wait_ms;
+	opt->secret_file = ctl_cfg.secret_file[0] != '\0' ?
+	    ctl_cfg.secret_file : NULL;
+}
+
+struct idem *
+ctl_idem(const struct idem_options *opt)
+{
+	struct idem *idem;
+	int rc;
+
+	ctl_need_store();
+	if ((rc = idem_open(opt, &idem)) != IDEM_OK) {
+		fprintf(stderr, "idemctl: store %s: %s\n", opt->dir,
+		    idem_strerror(rc));
+		exit(CTL_FAIL);
+	}
+	return idem;
+}
+
 int
 ctl_print(const struct buf *b)
 {

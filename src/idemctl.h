@@ -51,6 +51,17 @@ long long ctl_number(const char *s, long long max);
 struct store *ctl_store(int read_only);
 
 /*
+ * The library's options as the configuration gives them (the store, its
+ * bounds, the application's tables, the key file), for the commands that
+ * work through idem.h.  ctl_idem opens a handle with opt; exits with
+ * CTL_FAIL (after a message) when it fails or the store does not exist
+ * (ctl_need_store).
+ */
+struct idem_options;
+void ctl_idem_options(struct idem_options *opt);
+struct idem *ctl_idem(const struct idem_options *opt);
+
+/*
  * Exits with CTL_FAIL, after a message naming what and dir, unless dir
  * holds an LMDB environment.  idemctl reads and changes stores and never
  * makes one: a mistyped directory or a forgotten variable must fail, not

@@ -164,29 +164,14 @@ ctl_resume_ended(void *ctx, const char *scope, const char *key,
 static int
 ctl_resume_env(struct pay_env *env)
 {
-	struct idem_options opt = {
-		.size = sizeof(struct idem_options),
-		.dir = ctl_cfg.store[0] != '\0' ? ctl_cfg.store :
-		    ctl_cfg.db_dir,
-		.map_size = ctl_cfg.map_size,
-		.lease_ms = ctl_cfg.lease_ms,
-		.ttl_ms = ctl_cfg.ttl_ms,
-		.max_keys_per_scope = ctl_cfg.keys_per_account,
-		.commit_delay_us = ctl_cfg.commit_delay_us,
-		.tables = pay_tables,
-		.pg_connect_timeout_s = ctl_cfg.pg_connect_timeout_s,
-		.pg_statement_timeout_ms = ctl_cfg.pg_statement_timeout_ms,
-		.pg_lock_timeout_ms = ctl_cfg.pg_lock_timeout_ms,
-		.pg_pool_wait_ms = ctl_cfg.pg_pool_wait_ms,
-		.secret_file = ctl_cfg.secret_file[0] != '\0' ?
-		    ctl_cfg.secret_file : NULL,
-	};
+	struct idem_options opt;
 	struct provider_config pc;
 	int rc;
 
 	ctl_need_provider();
 	ctl_need_store();
 	ctl_need_ledger();
+	ctl_idem_options(&opt);
 	config_provider(&ctl_cfg, &pc);
 	memset(env, 0, sizeof(*env));
 	env->cfg = &ctl_cfg;

@@ -2,13 +2,15 @@
 /*
  * idemctl_show.c: the commands that read: stats, inspect, stuck, each as
  * "name: value" lines or, with --json, one JSON document (json.c's
- * writer) for scripts and monitoring.
+ * writer) for scripts and monitoring.  stuck reads through idem.h alone;
+ * stats and inspect read the store below it (doc/DESIGN.md says why).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "err.h"
 #include "fault.h"
+#include "idem.h"
 #include "idemctl.h"
 #include "json.h"
 #include "payment.h"
@@ -128,34 +130,61 @@ ctl_stats(int argc, char *argv[])
 	}
 }
 
-static const char *
-ctl_state(const struct rec *r, uint64_t now)
+/*
+ * What inspect and stuck print of a record: inspect fills it from the
+ * store's record, stuck from the public walk of claims (idem.h), so that
+ * both print alike.
+ */
+struct ctl_view {
+	int completed;
+	uint32_t attempts, stage;
+	uint64_t created_ms, expires_ms, lease_ms;
+	int status;          /* completed */
+	size_t body_bytes;   /* completed */
+};
+
+static void
+ctl_view_of_rec(const struct rec *r, struct ctl_view *v)
 {
-	if (r->state == REC_COMPLETED)
+	memset(v, 0, sizeof(*v));
+	v->completed = r->state == REC_COMPLETED;
+	v->attempts = r->attempts;
+	v->stage = r->stage;
+	v->created_ms = r->created_ms;
+	v->expires_ms = r->expires_ms;
+	v->lease_ms = r->lease_ms;
+	v->status = r->resp.status;
+	v->body_bytes = r->resp.bodylen;
+}
+
+static const char *
+ctl_state(const struct ctl_view *v, uint64_t now)
+{
+	if (v->completed)
 		return "completed";
-	return r->lease_ms > now ? "in_progress" : "lease_expired";
+	return v->lease_ms > now ? "in_progress" : "lease_expired";
 }
 
 static void
 ctl_show_text(struct buf *b, const char *scope, const char *keyhash,
-    const struct rec *r, uint64_t now)
+    const struct ctl_view *v, uint64_t now)
 {
 	buf_printf(b, "scope: %s\nkeyhash: %s\nstate: %s\nattempts: %u\n"
 	    "stage: %u\ncreated_ms: %llu\nexpires_ms: %llu\n", scope, keyhash,
-	    ctl_state(r, now), r->attempts, r->stage,
-	    (unsigned long long)r->created_ms,
-	    (unsigned long long)r->expires_ms);
-	if (r->state == REC_COMPLETED)
-		buf_printf(b, "status: %d\nbody_bytes: %zu\n", r->resp.status,
-		    r->resp.bodylen);
+	    ctl_state(v, now), v->attempts, v->stage,
+	    (unsigned long long)v->created_ms,
+	    (unsigned long long)v->expires_ms);
+	if (v->completed)
+		buf_printf(b, "status: %d\nbody_bytes: %zu\n", v->status,
+		    v->body_bytes);
 	else
 		buf_printf(b, "lease_ms: %llu\n",
-		    (unsigned long long)r->lease_ms);
+		    (unsigned long long)v->lease_ms);
 }
 
 static void
 ctl_show_json(struct json_writer *w, const char *scope, const char *keyhash,
-    const struct rec *r, uint64_t now)
+    const struct ctl_view *v, uint64_t now)
 {
 	json_write_open(w, '{');
 	json_write_name(w, "scope");
@@ -163,26 +192,26 @@ ctl_show_json(struct json_writer *w, const char *scope, const char *keyhash,
 	json_write_name(w, "keyhash");
 	json_write_str(w, keyhash);
 	json_write_name(w, "state");
-	json_write_str(w, ctl_state(r, now));
+	json_write_str(w, ctl_state(v, now));
 	json_write_name(w, "attempts");
-	json_write_int(w, r->attempts);
+	json_write_int(w, v->attempts);
 	json_write_name(w, "stage");
-	json_write_int(w, r->stage);
+	json_write_int(w, v->stage);
 	json_write_name(w, "created_ms");
-	json_write_int(w, (long long)r->created_ms);
+	json_write_int(w, (long long)v->created_ms);
 	json_write_name(w, "expires_ms");
-	json_write_int(w, (long long)r->expires_ms);
-	if (r->state == REC_COMPLETED) {
+	json_write_int(w, (long long)v->expires_ms);
+	if (v->completed) {
 		json_write_name(w, "status");
-		json_write_int(w, r->resp.status);
+		json_write_int(w, v->status);
 		json_write_name(w, "body_bytes");
-		json_write_int(w, (long long)r->resp.bodylen);
+		json_write_int(w, (long long)v->body_bytes);
 	} else {
 		json_write_name(w, "lease_ms");
-		json_write_int(w, (long long)r->lease_ms);
+		json_write_int(w, (long long)v->lease_ms);
 		json_write_name(w, "lease_ended_s_ago");
-		json_write_int(w, r->lease_ms <= now ?
-		    (long long)((now - r->lease_ms) / 1000) : -1);
+		json_write_int(w, v->lease_ms <= now ?
+		    (long long)((now - v->lease_ms) / 1000) : -1);
 	}
 	json_write_close(w, '}');
 }
@@ -193,6 +222,7 @@ ctl_inspect(int argc, char *argv[])
 	char hash[KEYHASH_HEX + 1];
 	struct buf b = BUF_INIT;
 	struct json_writer w;
+	struct ctl_view v;
 	struct store *s;
 	struct rec r;
 	int i, rc;
@@ -212,16 +242,17 @@ ctl_inspect(int argc, char *argv[])
 		return CTL_FAIL;
 	}
 	ctl_keyhash(argv[i], argv[i + 1], hash);
+	ctl_view_of_rec(&r, &v);
+	rec_free(&r);
 	if (ctl_json) {
 		json_write_init(&w, &b);
-		ctl_show_json(&w, argv[i], hash, &r, clock_now_ms());
+		ctl_show_json(&w, argv[i], hash, &v, clock_now_ms());
 		if ((rc = json_write_done(&w)) == IDEM_OK)
 			rc = buf_puts(&b, "\n");
 	} else {
-		ctl_show_text(&b, argv[i], hash, &r, clock_now_ms());
+		ctl_show_text(&b, argv[i], hash, &v, clock_now_ms());
 		rc = IDEM_OK;
 	}
-	rec_free(&r);
 	rc = rc == IDEM_OK ? ctl_print(&b) : CTL_FAIL;
 	buf_free(&b);
 	return rc;
@@ -233,32 +264,46 @@ struct ctl_stuck {
 	struct json_writer w;
 };
 
+/* A claim past stage 0 from idem.h's walk, printed when its lease is over. */
 static int
-ctl_stuck_one(void *ctx, const char *scope, const char *key,
-    const struct rec *r)
+ctl_stuck_one(void *ctx, struct idem_pending *p)
 {
 	struct ctl_stuck *st = ctx;
 	char hash[KEYHASH_HEX + 1];
+	struct ctl_view v;
 
-	if (r->lease_ms > st->now)
+	memset(&v, 0, sizeof(v));
+	v.attempts = idem_pending_attempts(p);
+	v.stage = idem_pending_stage(p);
+	v.created_ms = idem_pending_created_ms(p);
+	v.expires_ms = idem_pending_expires_ms(p);
+	v.lease_ms = idem_pending_lease_ms(p);
+	if (v.lease_ms > st->now)
 		return 0;
-	ctl_keyhash(scope, key, hash);
+	ctl_keyhash(idem_pending_scope(p), idem_pending_key(p), hash);
 	if (ctl_json)
-		ctl_show_json(&st->w, scope, hash, r, st->now);
+		ctl_show_json(&st->w, idem_pending_scope(p), hash, &v,
+		    st->now);
 	else
 		buf_printf(st->out, "%s %s attempts=%u stage=%u "
-		    "lease_ended_s_ago=%llu\n", scope, hash, r->attempts,
-		    r->stage,
-		    (unsigned long long)((st->now - r->lease_ms) / 1000));
+		    "lease_ended_s_ago=%llu\n", idem_pending_scope(p), hash,
+		    v.attempts, v.stage,
+		    (unsigned long long)((st->now - v.lease_ms) / 1000));
 	return 0;
 }
 
+/*
+ * Through idem.h alone: the walk of claims past stage 0 hands out all
+ * that a stuck claim's line shows.  No key file is named: the recovery
+ * points are not opened.
+ */
 int
 ctl_stuck(int argc, char *argv[])
 {
+	struct idem_options opt;
 	struct buf b = BUF_INIT;
 	struct ctl_stuck st;
-	struct store *s;
+	struct idem *idem;
 	int rc;
 
 	if (ctl_options(argc, argv, "", NULL, NULL) != argc)
@@ -268,9 +313,11 @@ ctl_stuck(int argc, char *argv[])
 	json_write_init(&st.w, &b);
 	if (ctl_json)
 		json_write_open(&st.w, '[');
-	s = ctl_store(0);
-	rc = store_each_pending(s, ctl_stuck_one, &st);
-	store_close(s);
+	ctl_idem_options(&opt);
+	opt.secret_file = NULL;
+	idem = ctl_idem(&opt);
+	rc = idem_pending_each(idem, IDEM_PENDING_STARTED, ctl_stuck_one, &st);
+	idem_close(idem);
 	if (rc != IDEM_OK) {
 		fprintf(stderr, "idemctl: %s\n", idem_strerror(rc));
 		buf_free(&b);

@@ -296,6 +296,17 @@ def test_timeout_resumed(e):
     stuck = e.ctl_json("stuck", "--json", at_ms=T0 + 1000)
     expect(len(stuck) == 1 and stuck[0]["state"] == "lease_expired" and
            stuck[0]["stage"] == 1, "stuck --json: %s" % stuck)
+    # stuck shows the claim as inspect does, field for field, and its
+    # line says the same.
+    seen = e.ctl_json("inspect", "--json", "acct_alice", "to-1",
+                      at_ms=T0 + 1000)
+    expect(stuck == [seen] and seen["expires_ms"] > seen["created_ms"] > 0
+           and seen["lease_ms"] > 0 and seen["attempts"] == 1,
+           "stuck --json %s, inspect --json %s" % (stuck, seen))
+    line = e.ctl("stuck", extra={"IDEM_TEST_NOW_MS": T0 + 1000}).stdout
+    expect(line == "acct_alice %s attempts=1 stage=1 lease_ended_s_ago=%d\n"
+           % (seen["keyhash"], seen["lease_ended_s_ago"]),
+           "stuck: %r" % line)
     counts(e.resume(T0 + 1000), seen=1, completed=1, released=0, left=0,
            busy=0)
     counts(e.stats(), in_progress=0, completed=1, charges=1, payments=1)

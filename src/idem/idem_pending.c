@@ -90,6 +90,12 @@ idem_pending_lease_ms(const struct idem_pending *p)
 }
 
 uint64_t
+idem_pending_expires_ms(const struct idem_pending *p)
+{
+	return p->rec->expires_ms;
+}
+
+uint64_t
 idem_pending_created_ms(const struct idem_pending *p)
 {
 	return p->rec->created_ms;

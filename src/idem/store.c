@@ -5,8 +5,10 @@
  * Nothing here knows a backend: each function passes its call to the
  * operations table the handle was opened with (store.h).  What every
  * backend must do alike is decided here, once: what a claim, a take-over
- * and a completion make of a record, the bound on a key's length, where
- * a record is indexed, how much a claim may purge.  The reads pass
+ * and a completion make of a record, and a checkpoint and an abandon;
+ * who owns a claim; which arguments a claim and a checkpoint refuse; the
+ * bound on a key's length, where a record is indexed, how much a claim
+ * may purge and how long one refused at its scope's bound waits.  The reads pass
  * a fault point first (fault.h: store_lookup, store_get, store_scan,
  * store_each, store_count), so that tests can make any backend's read
  * fail as an I/O error would, and see what the caller then answers.
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crypto.h"
 #include "err.h"
 #include "fault.h"
 #include "store.h"
@@ -339,4 +342,86 @@ store_rec_complete(const struct store *s, struct rec *r, uint64_t now_ms,
 	store_rec_outlive(s, r, now_ms, ttl_ms);
 	r->cp = NULL;
 	r->cplen = 0;
+}
+
+int
+store_claim_args_check(uint64_t lease_ms, uint64_t ttl_ms,
+    const struct store_first *first)
+{
+	if (lease_ms == 0 || ttl_ms == 0)
+		return IDEM_EINVAL;
+	if (first != NULL && (first->cplen > REC_MAX_CHECKPOINT ||
+	    (first->cplen > 0 && first->cp == NULL)))
+		return IDEM_EINVAL;
+	return IDEM_OK;
+}
+
+int
+store_checkpoint_args_check(const void *cp, size_t cplen)
+{
+	if (cplen > REC_MAX_CHECKPOINT)
+		return IDEM_ETOOBIG;
+	if (cplen > 0 && cp == NULL)
+		return IDEM_EINVAL;
+	return IDEM_OK;
+}
+
+int
+store_rec_owned(const struct rec *r, const uint8_t token[REC_TOKEN_SIZE])
+{
+	if (r->state != REC_IN_PROGRESS ||
+	    !crypto_equal(r->token, token, REC_TOKEN_SIZE))
+		return IDEM_ELOST;
+	return IDEM_OK;
+}
+
+void
+store_rec_checkpointed(const struct rec *cur, uint32_t stage, const void *cp,
+    size_t cplen, uint64_t now_ms, uint64_t lease_ms, struct rec *next)
+{
+	*next = *cur;
+	next->stage = stage;
+	next->cp = (uint8_t *)cp;
+	next->cplen = cplen;
+	next->lease_ms = store_add_ms(now_ms, lease_ms);
+}
+
+void
+store_rec_abandoned(const struct rec *cur, uint64_t now_ms, struct rec *next)
+{
+	*next = *cur;
+	next->lease_ms = now_ms;
+}
+
+/*
+ * The completed record keeps the stage (how far the work went) but drops
+ * the checkpoint bytes, which nothing reads once the answer is stored.
+ */
+int
+store_rec_completed(const struct store *s, const struct rec *cur,
+    const struct rec_response *resp, const struct idem_tx *tx,
+    uint64_t now_ms, uint64_t ttl_ms, struct rec *next)
+{
+	*next = *cur;
+	store_rec_complete(s, next, now_ms, ttl_ms);
+	if (tx != NULL && tx->respond != NULL)
+		return rec_response_borrow(tx->respond, &next->resp);
+	next->resp = *resp;
+	return IDEM_OK;
+}
+
+uint32_t
+store_limit_retry(int have, uint64_t at, uint64_t now_ms, uint64_t ttl_ms)
+{
+	uint64_t wait = ttl_ms, secs;
+
+	if (have) {
+		wait = at > now_ms ? at - now_ms : 0;
+		if (wait > ttl_ms)
+			wait = ttl_ms;
+	}
+	secs = wait / 1000 + (wait % 1000 != 0);
+	if (secs < 1)
+		secs = 1;
+	return secs > UINT32_MAX ? UINT32_MAX : (uint32_t)secs;
 }

@@ -505,6 +505,54 @@ int store_rec_expiry_at(const struct rec *r, uint64_t *at);
 #define STORE_CLAIM_PURGE_MAX 64
 
 /*
+ * A claim's arguments, as every backend checks them before it touches
+ * anything: IDEM_EINVAL for a zero lease or TTL (the very next retry
+ * would run again), or a first recovery point past REC_MAX_CHECKPOINT or
+ * with bytes missing.  A checkpoint's: IDEM_ETOOBIG past
+ * REC_MAX_CHECKPOINT, IDEM_EINVAL for bytes missing.
+ */
+int store_claim_args_check(uint64_t lease_ms, uint64_t ttl_ms,
+    const struct store_first *first);
+int store_checkpoint_args_check(const void *cp, size_t cplen);
+
+/*
+ * Whether r is a claim in progress held by token: IDEM_OK, else
+ * IDEM_ELOST.  The tokens are compared in constant time.  Every write to
+ * a claim we own (checkpoint, complete, release, abandon) asks this of
+ * the record it read inside its write, and writes nothing on IDEM_ELOST.
+ */
+int store_rec_owned(const struct rec *r, const uint8_t token[REC_TOKEN_SIZE]);
+
+/*
+ * What a write to a claim we own makes of its record cur, into *next,
+ * which borrows cur's memory and the arguments' (only to be encoded, never
+ * freed).  store_rec_checkpointed: the new stage and recovery point, the
+ * lease renewed to now+lease_ms.  store_rec_abandoned: the lease ended
+ * now, so that the next retry takes the claim over (engine_decide treats
+ * lease_ms <= now as over).  store_rec_completed: store_rec_complete's
+ * record with its response, the one the completion's hook chose
+ * (tx->respond, idem_tx_respond) when it chose one, else resp;
+ * IDEM_ENOMEM, IDEM_EINVAL from rec_response_borrow.
+ */
+void store_rec_checkpointed(const struct rec *cur, uint32_t stage,
+    const void *cp, size_t cplen, uint64_t now_ms, uint64_t lease_ms,
+    struct rec *next);
+void store_rec_abandoned(const struct rec *cur, uint64_t now_ms,
+    struct rec *next);
+int store_rec_completed(const struct store *s, const struct rec *cur,
+    const struct rec_response *resp, const struct idem_tx *tx,
+    uint64_t now_ms, uint64_t ttl_ms, struct rec *next);
+
+/*
+ * The Retry-After of a claim refused at its scope's bound (IDEM_ELIMIT):
+ * the seconds until the first entry of the expiry index comes due (at,
+ * when have is set; the TTL when the index is empty), rounded up, at
+ * least 1 and at most the TTL: the soonest the scope can have room.
+ */
+uint32_t store_limit_retry(int have, uint64_t at, uint64_t now_ms,
+    uint64_t ttl_ms);
+
+/*
  * Whether name may be an application table: 1 to STORE_TABLE_NAME_MAX
  * bytes, none of the library's own names.
  */

@@ -156,31 +156,27 @@ lstore_room_for_claim(struct lstore *s)
 }
 
 /*
- * Seconds until the oldest entry of the expiry index comes due, at least
- * 1 and at most the TTL: the soonest a scope at its bound can have room.
+ * The Retry-After of a claim refused at its scope's bound, from the
+ * first entry of the expiry index (store_limit_retry).
  */
 static uint32_t
 lstore_limit_retry(struct lstore *s, MDB_txn *txn, uint64_t now_ms,
     uint64_t ttl_ms)
 {
-	uint64_t wait = ttl_ms, secs, at;
+	uint64_t at = 0;
 	MDB_cursor *c;
 	MDB_val key, val;
+	int have = 0;
 
 	if (mdb_cursor_open(txn, s->e->expiry, &c) == 0) {
 		if (mdb_cursor_get(c, &key, &val, MDB_FIRST) == 0 &&
 		    key.mv_size >= STORE_EXPIRY_PREFIX) {
 			at = be_get(key.mv_data, 8);
-			wait = at > now_ms ? at - now_ms : 0;
-			if (wait > ttl_ms)
-				wait = ttl_ms;
+			have = 1;
 		}
 		mdb_cursor_close(c);
 	}
-	secs = wait / 1000 + (wait % 1000 != 0);
-	if (secs < 1)
-		secs = 1;
-	return secs > UINT32_MAX ? UINT32_MAX : (uint32_t)secs;
+	return store_limit_retry(have, at, now_ms, ttl_ms);
 }
 
 /*
@@ -296,12 +292,8 @@ lstore_claim(struct store *base, const char *scope, const char *key,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	/* A zero lease or TTL would let the very next retry run again. */
-	if (lease_ms == 0 || ttl_ms == 0)
-		return IDEM_EINVAL;
-	if (first != NULL && (first->cplen > REC_MAX_CHECKPOINT ||
-	    (first->cplen > 0 && first->cp == NULL)))
-		return IDEM_EINVAL;
+	if ((rc = store_claim_args_check(lease_ms, ttl_ms, first)) != IDEM_OK)
+		return rc;
 	if ((rc = lstore_key_make(s, scope, key, &k)) != IDEM_OK)
 		return rc;
 	if ((rc = lstore_write(s, lstore_claim_run, &a)) == IDEM_OK)
@@ -381,12 +373,8 @@ lstore_checkpoint_op(struct lstore *s, MDB_txn *txn, struct store_own_job *a,
 
 	if (fault_point("store_checkpoint"))
 		return IDEM_EFULL;
-	/* next borrows cp from the caller and is only encoded, never freed. */
-	next = *cur;
-	next.stage = a->stage;
-	next.cp = (uint8_t *)a->cp;
-	next.cplen = a->cplen;
-	next.lease_ms = store_add_ms(a->now_ms, a->span_ms);
+	store_rec_checkpointed(cur, a->stage, a->cp, a->cplen, a->now_ms,
+	    a->span_ms, &next);
 	if ((rc = lstore_rec_put(s, txn, &a->k, &next)) != IDEM_OK ||
 	    (rc = lstore_index_move(s, txn, &a->k, cur, &next)) != IDEM_OK)
 		return rc;
@@ -400,11 +388,10 @@ lstore_checkpoint(struct store *base, const char *scope, const char *key,
     size_t cplen, uint64_t now_ms, uint64_t lease_ms)
 {
 	struct store_own_job a;
+	int rc;
 
-	if (cplen > REC_MAX_CHECKPOINT)
-		return IDEM_ETOOBIG;
-	if (cplen > 0 && cp == NULL)
-		return IDEM_EINVAL;
+	if ((rc = store_checkpoint_args_check(cp, cplen)) != IDEM_OK)
+		return rc;
 	memset(&a, 0, sizeof(a));
 	a.fn = lstore_checkpoint_op;
 	a.now_ms = now_ms;
@@ -416,12 +403,10 @@ lstore_checkpoint(struct store *base, const char *scope, const char *key,
 }
 
 /*
- * The completed record keeps the stage (how far the work went) but drops
- * the checkpoint bytes, which nothing reads once the answer is stored.
- * Its token is zeroed, so no one owns it any more, its lease_ms becomes
- * the time of completion, and it moves from wherever it was indexed to
- * the expiry index at its (possibly later) expiry.  The hook runs first,
- * so the response it chooses (idem_tx_respond) is the one stored.
+ * The completed record (store_rec_completed) moves from wherever it was
+ * indexed to the expiry index at its (possibly later) expiry.  The hook
+ * runs first, so the response it chooses (idem_tx_respond) is the one
+ * stored.
  */
 static int
 lstore_complete_op(struct lstore *s, MDB_txn *txn, struct store_own_job *a,
@@ -441,15 +426,8 @@ lstore_complete_op(struct lstore *s, MDB_txn *txn, struct store_own_job *a,
 		*wrote = LSTORE_TAINTED;
 		return rc;
 	}
-	/* done borrows the response and is only encoded. */
-	done = *cur;
-	store_rec_complete(&s->base, &done, a->now_ms, a->span_ms);
-	if (tx.respond != NULL)
-		rc = rec_response_borrow(tx.respond, &done.resp);
-	else {
-		done.resp = *a->resp;
-		rc = IDEM_OK;
-	}
+	rc = store_rec_completed(&s->base, cur, a->resp, &tx, a->now_ms,
+	    a->span_ms, &done);
 	if (rc != IDEM_OK ||
 	    (rc = lstore_rec_put(s, txn, &a->k, &done)) != IDEM_OK ||
 	    (rc = lstore_index_move(s, txn, &a->k, cur, &done)) != IDEM_OK) {
@@ -526,9 +504,7 @@ lstore_abandon_op(struct lstore *s, MDB_txn *txn, struct store_own_job *a,
 	struct rec next;
 	int rc;
 
-	/* engine_decide treats lease_ms <= now as over: a take-over is due. */
-	next = *cur;
-	next.lease_ms = a->now_ms;
+	store_rec_abandoned(cur, a->now_ms, &next);
 	if ((rc = lstore_rec_put(s, txn, &a->k, &next)) != IDEM_OK ||
 	    (rc = lstore_index_move(s, txn, &a->k, cur, &next)) != IDEM_OK)
 		return rc;

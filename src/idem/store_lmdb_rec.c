@@ -10,7 +10,6 @@
 #include <lmdb.h>
 
 #include "buf.h"
-#include "crypto.h"
 #include "err.h"
 #include "record.h"
 #include "store_lmdb.h"
@@ -251,10 +250,7 @@ lstore_rec_own(struct lstore *s, MDB_txn *txn, const struct store_key *k,
 		return IDEM_ELOST;
 	if (rc != IDEM_OK)
 		return rc;
-	if (r->state != REC_IN_PROGRESS ||
-	    !crypto_equal(r->token, token, REC_TOKEN_SIZE)) {
+	if ((rc = store_rec_owned(r, token)) != IDEM_OK)
 		rec_free(r);
-		return IDEM_ELOST;
-	}
-	return IDEM_OK;
+	return rc;
 }

@@ -23,14 +23,11 @@
 #include <libpq-fe.h>
 
 #include "buf.h"
-#include "crypto.h"
 #include "engine.h"
 #include "err.h"
 #include "fault.h"
 #include "record.h"
 #include "store_pg.h"
-
-#define PG_LIMIT_PURGE STORE_CLAIM_PURGE_MAX
 
 /*
  * IDEM_EINVAL for a missing or empty scope or key, IDEM_ETOOBIG past
@@ -41,16 +38,6 @@ static int
 pg_names_check(const char *scope, const char *key)
 {
 	return store_names_check(scope, key, PG_ROW_KEY_MAX);
-}
-
-/*
- * Where the record is indexed (lstore_index_of): 0 for pending, else 1
- * and the time purge may delete it.
- */
-static int
-pg_purge_at(const struct rec *r, uint64_t *at)
-{
-	return store_rec_expiry_at(r, at);
 }
 
 /* Reads the record (locked when lock is set): IDEM_ENOTFOUND. */
@@ -100,7 +87,7 @@ pg_rec_put(struct pgconn *pc, const char *scope, const char *key,
 	pg_arg_bytes(&a, scope, strlen(scope));
 	pg_arg_bytes(&a, key, strlen(key));
 	pg_arg_bytes(&a, b.data, b.len);
-	if (pg_purge_at(r, &at))
+	if (store_rec_expiry_at(r, &at))
 		pg_arg_u64(&a, at);
 	else
 		pg_arg_null(&a);
@@ -550,9 +537,9 @@ pg_quota_claim(struct pgstore *s, struct pgconn *pc, const char *scope,
     int *changed)
 {
 	PGresult *res;
-	uint64_t n, conns, wait = ttl_ms, at, secs;
+	uint64_t n, conns, at = 0;
 	size_t purged = 0;
-	int rc;
+	int rc, have;
 
 	if ((rc = pg_quota_add(pc, scope, 1, *exclusive ? PG_GATE_ALONE :
 	    PG_GATE_SHARED)) != IDEM_OK ||
@@ -567,7 +554,7 @@ pg_quota_claim(struct pgstore *s, struct pgconn *pc, const char *scope,
 	}
 	if (n <= s->max_keys)
 		return IDEM_OK;
-	if ((rc = pg_purge_tx(pc, now_ms, PG_LIMIT_PURGE, &purged)) !=
+	if ((rc = pg_purge_tx(pc, now_ms, STORE_CLAIM_PURGE_MAX, &purged)) !=
 	    IDEM_OK ||
 	    (rc = pg_quota_sum(pc, scope, &n, &conns)) != IDEM_OK)
 		return rc;
@@ -578,17 +565,11 @@ pg_quota_claim(struct pgstore *s, struct pgconn *pc, const char *scope,
 	    (rc = pg_exec(pc, "SELECT purge_at FROM idem_keys WHERE purge_at "
 	    "IS NOT NULL ORDER BY purge_at LIMIT 1", NULL, &res)) != IDEM_OK)
 		return rc;
-	if (PQntuples(res) == 1) {
+	have = PQntuples(res) == 1;
+	if (have)
 		at = pg_get_u64(res, 0, 0);
-		wait = at > now_ms ? at - now_ms : 0;
-		if (wait > ttl_ms)
-			wait = ttl_ms;
-	}
 	PQclear(res);
-	secs = wait / 1000 + (wait % 1000 != 0);
-	if (secs < 1)
-		secs = 1;
-	*retry_after = secs > UINT32_MAX ? UINT32_MAX : (uint32_t)secs;
+	*retry_after = store_limit_retry(have, at, now_ms, ttl_ms);
 	return IDEM_ELIMIT;
 }
 
@@ -784,7 +765,7 @@ pg_claim_fast(struct pgstore *s, struct pgconn *pc, struct pg_claim_job *a,
 	pg_arg_bytes(&ca, a->scope, strlen(a->scope));
 	pg_arg_bytes(&ca, a->key, strlen(a->key));
 	pg_arg_bytes(&ca, b.data, b.len);
-	if (pg_purge_at(&fresh, &at))
+	if (store_rec_expiry_at(&fresh, &at))
 		pg_arg_u64(&ca, at);
 	else
 		pg_arg_null(&ca);
@@ -916,13 +897,10 @@ pg_claim(struct store *base, const char *scope, const char *key,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (lease_ms == 0 || ttl_ms == 0)
-		return IDEM_EINVAL;
-	if ((rc = pg_names_check(scope, key)) != IDEM_OK)
+	if ((rc = store_claim_args_check(lease_ms, ttl_ms, first)) !=
+	    IDEM_OK ||
+	    (rc = pg_names_check(scope, key)) != IDEM_OK)
 		return rc;
-	if (first != NULL && (first->cplen > REC_MAX_CHECKPOINT ||
-	    (first->cplen > 0 && first->cp == NULL)))
-		return IDEM_EINVAL;
 	rc = pg_write_verified(s, pg_claim_run, &a);
 	/*
 	 * A claim whose one statement's answer was lost, and which the
@@ -986,27 +964,21 @@ static int
 pg_own_next(struct pgstore *s, struct pg_own_job *a, const struct rec *cur,
     const struct idem_tx *tx, struct buf *b)
 {
-	struct rec next = *cur;
+	struct rec next;
 	int rc;
 
 	switch (a->kind) {
 	case PG_OWN_CHECKPOINT:
-		next.stage = a->stage;
-		next.cp = (uint8_t *)a->cp;
-		next.cplen = a->cplen;
-		next.lease_ms = store_add_ms(a->now_ms, a->span_ms);
+		store_rec_checkpointed(cur, a->stage, a->cp, a->cplen,
+		    a->now_ms, a->span_ms, &next);
 		break;
 	case PG_OWN_ABANDON:
-		next.lease_ms = a->now_ms;
+		store_rec_abandoned(cur, a->now_ms, &next);
 		break;
 	default:
-		store_rec_complete(&s->base, &next, a->now_ms, a->span_ms);
-		if (tx->respond != NULL) {
-			if ((rc = rec_response_borrow(tx->respond,
-			    &next.resp)) != IDEM_OK)
-				return rc;
-		} else
-			next.resp = *a->resp;
+		if ((rc = store_rec_completed(&s->base, cur, a->resp, tx,
+		    a->now_ms, a->span_ms, &next)) != IDEM_OK)
+			return rc;
 		break;
 	}
 	return rec_encode(&next, b);
@@ -1039,8 +1011,7 @@ pg_own_fast(struct pgstore *s, struct pgconn *pc, struct pg_own_job *a,
 	memset(&t, 0, sizeof(t));
 	if (rec_decode(a->old.data, a->old.len, &cur) != IDEM_OK)
 		return IDEM_OK;
-	if (cur.state != REC_IN_PROGRESS ||
-	    !crypto_equal(cur.token, a->token, REC_TOKEN_SIZE)) {
+	if (store_rec_owned(&cur, a->token) != IDEM_OK) {
 		rc = IDEM_OK;
 		goto out;
 	}
@@ -1072,7 +1043,7 @@ pg_own_fast(struct pgstore *s, struct pgconn *pc, struct pg_own_job *a,
 		pg_arg_bytes(&args, b.data, b.len);
 		if ((rc = rec_decode(b.data, b.len, &next)) != IDEM_OK)
 			goto out;
-		if (pg_purge_at(&next, &at))
+		if (store_rec_expiry_at(&next, &at))
 			pg_arg_u64(&args, at);
 		else
 			pg_arg_null(&args);
@@ -1145,10 +1116,7 @@ pg_own_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
 		return IDEM_ELOST;
 	if (rc != IDEM_OK)
 		return rc;
-	if (cur.state != REC_IN_PROGRESS ||
-	    !crypto_equal(cur.token, a->token, REC_TOKEN_SIZE))
-		rc = IDEM_ELOST;
-	else
+	if ((rc = store_rec_owned(&cur, a->token)) == IDEM_OK)
 		rc = a->fn(s, pc, a, &cur);
 	rec_free(&cur);
 	if (rc == IDEM_OK && pc->noted == PG_NOTED_PUT)
@@ -1198,11 +1166,8 @@ pg_checkpoint_op(struct pgstore *s, struct pgconn *pc, struct pg_own_job *a,
 	(void)s;
 	if (fault_point("store_checkpoint"))
 		return IDEM_EFULL;
-	next = *cur;
-	next.stage = a->stage;
-	next.cp = (uint8_t *)a->cp;
-	next.cplen = a->cplen;
-	next.lease_ms = store_add_ms(a->now_ms, a->span_ms);
+	store_rec_checkpointed(cur, a->stage, a->cp, a->cplen, a->now_ms,
+	    a->span_ms, &next);
 	return pg_rec_put(pc, a->scope, a->key, &next, 0);
 }
 
@@ -1212,11 +1177,10 @@ pg_checkpoint(struct store *base, const char *scope, const char *key,
     size_t cplen, uint64_t now_ms, uint64_t lease_ms)
 {
 	struct pg_own_job a;
+	int rc;
 
-	if (cplen > REC_MAX_CHECKPOINT)
-		return IDEM_ETOOBIG;
-	if (cplen > 0 && cp == NULL)
-		return IDEM_EINVAL;
+	if ((rc = store_checkpoint_args_check(cp, cplen)) != IDEM_OK)
+		return rc;
 	memset(&a, 0, sizeof(a));
 	a.fn = pg_checkpoint_op;
 	a.kind = PG_OWN_CHECKPOINT;
@@ -1244,14 +1208,8 @@ pg_complete_op(struct pgstore *s, struct pgconn *pc, struct pg_own_job *a,
 	    (rc = pg_run_hook(s, pc, a->hook, a->hook_ctx, &tx)) != IDEM_OK)
 		return rc;
 	/* The clock is read with the row locked: the commit's time. */
-	done = *cur;
-	store_rec_complete(&s->base, &done, a->now_ms, a->span_ms);
-	if (tx.respond != NULL)
-		rc = rec_response_borrow(tx.respond, &done.resp);
-	else {
-		done.resp = *a->resp;
-		rc = IDEM_OK;
-	}
+	rc = store_rec_completed(&s->base, cur, a->resp, &tx, a->now_ms,
+	    a->span_ms, &done);
 	if (rc != IDEM_OK ||
 	    (rc = pg_rec_put(pc, a->scope, a->key, &done, 0)) != IDEM_OK)
 		return rc;
@@ -1325,8 +1283,7 @@ pg_abandon_op(struct pgstore *s, struct pgconn *pc, struct pg_own_job *a,
 	struct rec next;
 
 	(void)s;
-	next = *cur;
-	next.lease_ms = a->now_ms;
+	store_rec_abandoned(cur, a->now_ms, &next);
 	return pg_rec_put(pc, a->scope, a->key, &next, 0);
 }
 

@@ -673,6 +673,7 @@ struct seen {
 	uint32_t attempts[8];
 	uint64_t created[8];
 	uint64_t lease[8];
+	uint64_t expires[8];
 	int fp_ok[8];
 };
 
@@ -691,6 +692,7 @@ see(void *ctx, struct idem_pending *p)
 	w->attempts[i] = idem_pending_attempts(p);
 	w->created[i] = idem_pending_created_ms(p);
 	w->lease[i] = idem_pending_lease_ms(p);
+	w->expires[i] = idem_pending_expires_ms(p);
 	w->fp_ok[i] = memcmp(idem_pending_fingerprint(p), fp_a,
 	    IDEM_FP_SIZE) == 0;
 	HARNESS_EQ(idem_pending_point(p, &pt, &len), IDEM_OK);
@@ -721,8 +723,8 @@ claim_at(const char *key, uint32_t stage, const char *point)
  * idem_pending_each hands out the claims in progress, never a completed
  * key: with IDEM_PENDING_STARTED those past stage 0 (their index), with
  * IDEM_PENDING_ALL every one; each with its scope, key, fingerprint,
- * stage, recovery point, attempts, creation time and lease, as a take-
- * over leaves them; a non-zero return stops it.
+ * stage, recovery point, attempts, creation time, lease and expiry, as
+ * a take-over leaves them; a non-zero return stops it.
  */
 static void
 test_pending_walk(void)
@@ -754,6 +756,8 @@ test_pending_walk(void)
 	HARNESS_EQ(w.lease[0], T0 + 5 + LEASE);
 	/* Abandoned: its lease ended when it was. */
 	HARNESS_EQ(w.lease[1], T0 + 5);
+	HARNESS_EQ(w.expires[0], T0 + 5 + TTL);
+	HARNESS_EQ(w.expires[1], T0 + 5 + TTL);
 	CU_ASSERT(w.fp_ok[0] && w.fp_ok[1]);
 
 	memset(&w, 0, sizeof(w));
@@ -766,6 +770,7 @@ test_pending_walk(void)
 	HARNESS_EQ(w.stage[0], 0);
 	CU_ASSERT_STRING_EQUAL(w.point[0], "");
 	HARNESS_EQ(w.created[0], T0);
+	HARNESS_EQ(w.expires[0], T0 + TTL);
 
 	memset(&w, 0, sizeof(w));
 	w.stop_at = 1;
@@ -784,6 +789,8 @@ test_pending_walk(void)
 	HARNESS_EQ(w.attempts[1], 2);
 	HARNESS_EQ(w.created[1], T0 + 5);
 	HARNESS_EQ(w.lease[1], T0 + 10 + LEASE);
+	/* A take-over leaves the answer it stores a whole TTL. */
+	HARNESS_EQ(w.expires[1], T0 + 10 + TTL);
 	CU_ASSERT_STRING_EQUAL(w.point[1], "pt-d");
 
 	HARNESS_EQ(idem_pending_each(idem, IDEM_PENDING_ALL, NULL, &w),
