@@ -217,6 +217,18 @@ struct idem_options {
 	unsigned pg_statement_timeout_ms;
 	unsigned pg_lock_timeout_ms;
 	unsigned pg_pool_wait_ms;
+	/*
+	 * Bytes of memory the handle may hold completed answers in, to
+	 * replay them without reading the store (0: none, every replay
+	 * reads it).  Only an answer read from the store as completed is
+	 * kept, and only until the record's expiry by the handle's clock;
+	 * the least recently replayed go first when the bytes are spent.
+	 * A stored answer never changes before it expires, so a replay
+	 * from memory is the one the store would give, 422 included
+	 * (doc/DESIGN.md, "The replay cache", says what an operator's
+	 * changes to the store do to it).  Since 0.3.0.
+	 */
+	size_t replay_cache_bytes;
 	/* New fields go here, at the end, and only here. */
 };
 
@@ -359,7 +371,9 @@ struct idem_call;
  * Decides what to do with a request for (scope, key) whose fingerprint
  * is fp, and claims the key where it should.  Replays, conflicts and
  * mismatches are answered from a read transaction without the write
- * lock; a claim is decided again inside the write transaction.  start
+ * lock (a replay or a mismatch of an answer the handle's replay cache
+ * holds, from memory: replay_cache_bytes); a claim is decided again
+ * inside the write transaction.  start
  * may be NULL (a fresh claim at stage 0, no hook).  scope is the
  * authenticated principal (never a header the client controls); neither
  * scope nor key may be empty or hold a NUL.

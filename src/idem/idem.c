@@ -310,7 +310,9 @@ idem__open_backend(const struct idem_options *caller,
 		free(idem);
 		return rc;
 	}
-	if ((rc = store_open(&sc, &idem->store)) != IDEM_OK) {
+	if ((rc = rcache_new(opt->replay_cache_bytes, &idem->rcache)) !=
+	    IDEM_OK || (rc = store_open(&sc, &idem->store)) != IDEM_OK) {
+		rcache_free(idem->rcache);
 		seal_free(idem->seal);
 		free(idem);
 		return rc;
@@ -332,6 +334,7 @@ idem_close(struct idem *idem)
 	if (idem == NULL)
 		return;
 	store_close(idem->store);
+	rcache_free(idem->rcache);
 	seal_free(idem->seal);
 	free(idem);
 }
@@ -473,6 +476,42 @@ out:
 	return rc;
 }
 
+/*
+ * Answers c from the handle's replay cache when it holds (scope, key):
+ * the engine decides on the kept record as on the store's, at the same
+ * time, so a hit is the replay or the 422 a read of the store would
+ * give (a kept record is completed and live: nothing else can come of
+ * it, and anything else goes to the store).  Returns 1 when answered.
+ */
+static int
+idem_cached(struct idem_call *c, const uint8_t fp[IDEM_FP_SIZE])
+{
+	struct idem *idem = c->idem;
+	enum engine_decision d;
+
+	if (idem->rcache == NULL)
+		return 0;
+	if (rcache_get(idem->rcache, c->scope, c->key, c->start_ms, &c->rec,
+	    &c->resp_mem) != IDEM_OK) {
+		metrics_inc(METRIC_REPLAY_CACHE_MISSES);
+		return 0;
+	}
+	d = engine_decide(&c->rec, fp, c->start_ms, &c->retry_after);
+	if (d != ENGINE_REPLAY && d != ENGINE_MISMATCH) {
+		rec_free(&c->rec);
+		free(c->resp_mem);
+		c->resp_mem = NULL;
+		metrics_inc(METRIC_REPLAY_CACHE_MISSES);
+		return 0;
+	}
+	metrics_inc(METRIC_REPLAY_CACHE_HITS);
+	c->verdict = idem_of_decision[d];
+	metrics_inc(idem_verdict_metric[c->verdict]);
+	if (c->verdict == IDEM_REPLAY)
+		idem_call_view(c);
+	return 1;
+}
+
 static int
 idem_call_new(struct idem *idem, const char *scope, const char *key,
     struct idem_call **out)
@@ -506,6 +545,10 @@ idem_begin(struct idem *idem, const char *scope, const char *key,
 		return IDEM_EINVAL;
 	if ((rc = idem_call_new(idem, scope, key, &c)) != IDEM_OK)
 		return rc;
+	if (idem_cached(c, fp)) {
+		*out = c;
+		return IDEM_OK;
+	}
 	/* The fast path: a read transaction, no write lock. */
 	rc = store_lookup(idem->store, scope, key, &c->rec);
 	if (rc == IDEM_OK) {
@@ -525,6 +568,7 @@ idem_begin(struct idem *idem, const char *scope, const char *key,
 		if ((rc = store_unseal_response(idem->seal, c->scope, c->key,
 		    &c->rec, &c->resp_mem)) != IDEM_OK)
 			goto fail;
+		rcache_put(idem->rcache, c->scope, c->key, &c->rec);
 		idem_call_view(c);
 		break;
 	case IDEM_CONFLICT:

@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "idem.h"
 #include "record.h"
+#include "replay_cache.h"
 #include "seal.h"
 #include "store.h"
 
@@ -24,6 +25,7 @@ struct idem {
 	idem_clock_fn clock;
 	void *clock_ctx;
 	struct sealer *seal;            /* NULL: values in the clear */
+	struct rcache *rcache;          /* NULL: replays read the store */
 	/*
 	 * How long this handle's claimed requests ran, a moving average
 	 * (metrics_ewma_add): what a duplicate waits for when no counters

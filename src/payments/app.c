@@ -124,6 +124,7 @@ app_open_locked(struct app *a)
 		.pg_statement_timeout_ms = a->cfg.pg_statement_timeout_ms,
 		.pg_lock_timeout_ms = a->cfg.pg_lock_timeout_ms,
 		.pg_pool_wait_ms = a->cfg.pg_pool_wait_ms,
+		.replay_cache_bytes = a->cfg.replay_cache_bytes,
 		.clock = a->inj.clock,
 		.clock_ctx = a->inj.clock_ctx,
 		.secret_file = a->cfg.secret_file[0] != '\0' ?

@@ -263,7 +263,7 @@ config_load(struct config *cfg, char *err, size_t errlen)
 {
 	uint64_t ttl = 86400, lease = 30, limit = 65536, map = 32ULL << 30;
 	uint64_t latency = 0, per_account = UINT64_MAX, threads = 256;
-	uint64_t delay = 1000, ptimeout = 10000;
+	uint64_t delay = 1000, ptimeout = 10000, rcache = 16ULL << 20;
 	enum idem_fp_mode mode = IDEM_FP_CANONICAL;
 	const char *s;
 
@@ -309,6 +309,8 @@ config_load(struct config *cfg, char *err, size_t errlen)
 	    errlen) != 0 ||
 	    config_u64("IDEM_PROVIDER_TIMEOUT_MS", 0, 1, 600000, &ptimeout,
 	    err, errlen) != 0 ||
+	    config_u64("IDEM_REPLAY_CACHE", 1, 0, 1ULL << 40, &rcache, err,
+	    errlen) != 0 ||
 	    config_string("IDEM_PROVIDER_URL", "", cfg->provider_url,
 	    sizeof(cfg->provider_url), err, errlen) != 0)
 		return -1;
@@ -335,6 +337,7 @@ config_load(struct config *cfg, char *err, size_t errlen)
 	cfg->provider_latency_ms = (unsigned)latency;
 	cfg->threads = (unsigned)threads;
 	cfg->commit_delay_us = (unsigned)delay;
+	cfg->replay_cache_bytes = (size_t)rcache;
 	s = getenv("IDEM_FINGERPRINT");
 	if (s != NULL && *s != '\0' && config_fp_mode(s, &mode) != 0) {
 		snprintf(err, errlen, "IDEM_FINGERPRINT must be \"canonical\" "

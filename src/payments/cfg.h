@@ -97,6 +97,7 @@ struct config {
 	uint64_t keys_per_account;
 	unsigned threads;
 	unsigned commit_delay_us;
+	size_t replay_cache_bytes;  /* idem_options.replay_cache_bytes */
 	enum idem_fp_mode fp_mode;
 	enum config_provider provider;
 	unsigned provider_latency_ms;

@@ -191,6 +191,22 @@ crypto_random(void *buf, size_t len)
 	randombytes_buf(buf, len);
 }
 
+uint64_t
+crypto_siphash(const uint8_t key[CRYPTO_SIPHASH_KEY_SIZE],
+    const void *data, size_t len)
+{
+	unsigned char out[crypto_shorthash_BYTES];
+	uint64_t h;
+
+	_Static_assert(crypto_shorthash_KEYBYTES == CRYPTO_SIPHASH_KEY_SIZE,
+	    "CRYPTO_SIPHASH_KEY_SIZE is libsodium's");
+	_Static_assert(crypto_shorthash_BYTES == sizeof(h),
+	    "a short hash is 64 bits");
+	crypto_shorthash(out, data, len, key);
+	memcpy(&h, out, sizeof(h));
+	return h;
+}
+
 int
 crypto_equal(const void *a, const void *b, size_t len)
 {

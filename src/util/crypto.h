@@ -57,6 +57,15 @@ void crypto_hmac_sha256(const struct crypto_hmac *h,
     const struct crypto_part *parts, size_t n,
     uint8_t out[CRYPTO_SHA256_SIZE]);
 
+/*
+ * SipHash-2-4 of len bytes under a secret key (libsodium's
+ * crypto_shorthash): for hash tables whose keys outsiders choose, so
+ * that they cannot make them collide.
+ */
+#define CRYPTO_SIPHASH_KEY_SIZE 16
+uint64_t crypto_siphash(const uint8_t key[CRYPTO_SIPHASH_KEY_SIZE],
+    const void *data, size_t len);
+
 /* Compares len bytes in time that does not depend on their contents; 1 if equal. */
 int crypto_equal(const void *a, const void *b, size_t len);
 

@@ -18,6 +18,8 @@
 #define METRICS_RESUMES_HELP "Stuck claims the completer ended " \
 	"(completed: answer stored; released: the provider was never " \
 	"called) or left for its next run."
+#define METRICS_REPLAY_CACHE_HELP "Keyed requests looked up in the " \
+	"replay cache: hit, answered from memory; miss, read from the store."
 
 /* Upper bounds of the latency histogram, in milliseconds. */
 static const uint64_t metrics_le_ms[] = { 1, 2, 5, 10, 25, 50, 100, 250,
@@ -107,6 +109,10 @@ static const struct {
 	    METRICS_RESUMES_HELP, "outcome=\"released\"" },
 	[METRIC_RESUMES_LEFT] = { "idem_resumes_total",
 	    METRICS_RESUMES_HELP, "outcome=\"left\"" },
+	[METRIC_REPLAY_CACHE_HITS] = { "idem_replay_cache_lookups_total",
+	    METRICS_REPLAY_CACHE_HELP, "result=\"hit\"" },
+	[METRIC_REPLAY_CACHE_MISSES] = { "idem_replay_cache_lookups_total",
+	    METRICS_REPLAY_CACHE_HELP, "result=\"miss\"" },
 };
 
 static struct metrics_file *metrics_map;

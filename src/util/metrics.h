@@ -54,6 +54,13 @@ enum metric {
 	METRIC_RESUMES_COMPLETED,
 	METRIC_RESUMES_RELEASED,
 	METRIC_RESUMES_LEFT,  /* left for the next run */
+	/*
+	 * Keyed requests looked up in the replay cache (idem_options.
+	 * replay_cache_bytes), by result: one family,
+	 * idem_replay_cache_lookups_total{result=...}.
+	 */
+	METRIC_REPLAY_CACHE_HITS,
+	METRIC_REPLAY_CACHE_MISSES,
 	METRIC__MAX
 };
 

@@ -12,7 +12,11 @@
 
 #include "harness.h"
 #include "idem.h"
+#include "idem_backend.h"
+#include "idem_int.h"
 #include "metrics.h"
+#include "replay_cache.h"
+#include "store.h"
 
 #define T0 1700000000000ULL
 #define LEASE 30000ULL
@@ -804,6 +808,258 @@ test_pending_walk(void)
 	idem_call_free(d);
 }
 
+/*
+ * A store that counts the reads of records a keyed request may make (the
+ * read of idem_begin's fast path, and the claim's write, which reads the
+ * record inside it), over the backend the tests run on.
+ */
+static struct store_ops counting_ops;
+static const struct store_ops *counted_ops;
+static unsigned long record_reads;
+
+static int
+counting_lookup(struct store *s, const char *scope, const char *key,
+    struct rec *out)
+{
+	__atomic_add_fetch(&record_reads, 1, __ATOMIC_SEQ_CST);
+	return counted_ops->lookup(s, scope, key, out);
+}
+
+static int
+counting_claim(struct store *s, const char *scope, const char *key,
+    const uint8_t fp[FP_SIZE], const uint8_t token[REC_TOKEN_SIZE],
+    uint64_t now, uint64_t lease_ms, uint64_t ttl_ms,
+    const struct store_first *first, struct store_claim *out)
+{
+	__atomic_add_fetch(&record_reads, 1, __ATOMIC_SEQ_CST);
+	return counted_ops->claim(s, scope, key, fp, token, now, lease_ms,
+	    ttl_ms, first, out);
+}
+
+static int
+counting_open(const struct store_config *cfg, struct store **out)
+{
+	int rc;
+
+	if ((rc = counted_ops->open(cfg, out)) == IDEM_OK)
+		(*out)->ops = &counting_ops;
+	return rc;
+}
+
+/* The handle of the tests, on the counting store, with a replay cache. */
+static struct idem *
+open_cached(size_t bytes)
+{
+	struct idem_options opt = IDEM_OPTIONS_INIT;
+	struct idem *h = NULL;
+
+	counted_ops = harness_pg() ? &store_pg_ops : &store_lmdb_ops;
+	counting_ops = *counted_ops;
+	counting_ops.open = counting_open;
+	counting_ops.lookup = counting_lookup;
+	counting_ops.claim = counting_claim;
+	record_reads = 0;
+	opt.dir = harness_store(dir, 0);
+	opt.lease_ms = LEASE;
+	opt.ttl_ms = TTL;
+	opt.tables = tables;
+	opt.clock = test_clock;
+	opt.clock_ctx = &now_ms;
+	opt.replay_cache_bytes = bytes;
+	if (idem__open_backend(&opt, &counting_ops, &h) != IDEM_OK)
+		return NULL;
+	return h;
+}
+
+/* Completes (s, key) with resp on the test's handle. */
+static void
+complete_key(const char *key, const struct idem_response *resp)
+{
+	struct idem_call *c;
+
+	HARNESS_EQ(begin(key, fp_a, &c), IDEM_RUN);
+	HARNESS_EQ(idem_finish(c, resp, NULL, NULL), IDEM_OK);
+	idem_call_free(c);
+}
+
+/* Whether a replay of key gives resp exactly, marked a replay. */
+static void
+replayed_as(const char *key, const struct idem_response *resp)
+{
+	const struct idem_response *r;
+	struct idem_call *c;
+	size_t i;
+
+	HARNESS_EQ(begin(key, fp_a, &c), IDEM_REPLAY);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r = idem_call_response(c));
+	HARNESS_EQ(r->status, resp->status);
+	HARNESS_EQ(r->nheaders, resp->nheaders);
+	for (i = 0; i < r->nheaders && i < resp->nheaders; i++) {
+		CU_ASSERT_STRING_EQUAL(r->headers[i].name,
+		    resp->headers[i].name);
+		CU_ASSERT_STRING_EQUAL(r->headers[i].value,
+		    resp->headers[i].value);
+	}
+	CU_ASSERT(r->bodylen == resp->bodylen &&
+	    memcmp(r->body, resp->body, r->bodylen) == 0);
+	CU_ASSERT(memcmp(idem_call_fingerprint(c), fp_a, IDEM_FP_SIZE) == 0);
+	HARNESS_EQ(idem_call_created_ms(c), T0);
+	HARNESS_EQ(idem_call_attempts(c), 1);
+	idem_call_free(c);
+}
+
+/*
+ * With a replay cache, an answer read from the store once is replayed
+ * again without reading it, byte for byte as the store gave it; the same
+ * key with another request is a 422 without reading it either.
+ */
+static void
+test_replay_cache_hit(void)
+{
+	struct idem_call *c;
+
+	idem_close(idem);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(idem = open_cached(1 << 20));
+	complete_key("k", &created);
+	replayed_as("k", &created);
+	record_reads = 0;
+	replayed_as("k", &created);
+	replayed_as("k", &created);
+	HARNESS_EQ(record_reads, 0);
+	HARNESS_EQ(begin("k", fp_b, &c), IDEM_MISMATCH);
+	HARNESS_EQ(idem_call_response(c) == NULL, 1);
+	idem_call_free(c);
+	HARNESS_EQ(record_reads, 0);
+	/* Another scope's key of the same name is another record. */
+	HARNESS_EQ(idem_begin(idem, "t", "k", fp_b, NULL, NULL, &c), IDEM_OK);
+	HARNESS_EQ(idem_call_verdict(c), IDEM_RUN);
+	idem_call_free(c);
+	HARNESS_EQ(record_reads > 0, 1);
+}
+
+/*
+ * A claim in progress is never kept: its duplicate gets the 409 the
+ * store gives, and once it completes, its answer.  An answer is not
+ * replayed from memory at its expiry, by the handle's clock: the key is
+ * then claimed afresh, as the store would have it.
+ */
+static void
+test_replay_cache_expiry(void)
+{
+	struct idem_call *c, *d;
+
+	idem_close(idem);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(idem = open_cached(1 << 20));
+	HARNESS_EQ(begin("k", fp_a, &c), IDEM_RUN);
+	HARNESS_EQ(begin("k", fp_a, &d), IDEM_CONFLICT);
+	idem_call_free(d);
+	HARNESS_EQ(begin("k", fp_a, &d), IDEM_CONFLICT);
+	idem_call_free(d);
+	HARNESS_EQ(idem_finish(c, &created, NULL, NULL), IDEM_OK);
+	idem_call_free(c);
+	replayed_as("k", &created);
+	now_ms = T0 + TTL - 1;
+	record_reads = 0;
+	replayed_as("k", &created);
+	HARNESS_EQ(record_reads, 0);
+	now_ms = T0 + TTL;
+	HARNESS_EQ(begin("k", fp_a, &c), IDEM_RUN);
+	idem_call_free(c);
+	HARNESS_EQ(record_reads > 0, 1);
+}
+
+/*
+ * The cache never holds more than its bytes: the answers replayed least
+ * recently go first, and an answer larger than the whole budget is never
+ * kept.
+ */
+static void
+test_replay_cache_budget(void)
+{
+	static char big[8192];
+	struct idem_response large = { 201, created_headers, 2, big,
+	    sizeof(big) };
+	const size_t budget = 4096;
+	char key[16];
+	int i;
+
+	idem_close(idem);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(idem = open_cached(budget));
+	memset(big, 'x', sizeof(big));
+	for (i = 0; i < 64; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		complete_key(key, &created);
+		replayed_as(key, &created);
+		CU_ASSERT(rcache_bytes(idem->rcache) <= budget);
+	}
+	CU_ASSERT(rcache_bytes(idem->rcache) > 0);
+	record_reads = 0;
+	replayed_as("k63", &created);
+	HARNESS_EQ(record_reads, 0);
+	replayed_as("k0", &created);
+	HARNESS_EQ(record_reads, 1);
+	complete_key("big", &large);
+	replayed_as("big", &large);
+	record_reads = 0;
+	replayed_as("big", &large);
+	HARNESS_EQ(record_reads, 1);
+	CU_ASSERT(rcache_bytes(idem->rcache) <= budget);
+}
+
+#define CACHE_THREADS 4
+#define CACHE_ROUNDS 300
+
+/* Replays keys c0..c7 over and over, under a budget that evicts. */
+static void *
+replayer_main(void *arg)
+{
+	const struct idem_response *r;
+	struct idem_call *c;
+	char key[8];
+	int i, *bad = arg;
+
+	for (i = 0; i < CACHE_ROUNDS; i++) {
+		snprintf(key, sizeof(key), "c%d", i % 8);
+		if (idem_begin(idem, "s", key, fp_a, NULL, NULL, &c) !=
+		    IDEM_OK) {
+			(*bad)++;
+			continue;
+		}
+		r = idem_call_response(c);
+		if (idem_call_verdict(c) != IDEM_REPLAY || r == NULL ||
+		    r->bodylen != created.bodylen ||
+		    memcmp(r->body, created.body, r->bodylen) != 0)
+			(*bad)++;
+		idem_call_free(c);
+	}
+	return NULL;
+}
+
+/* Threads replaying at once through one handle's cache each get the answer. */
+static void
+test_replay_cache_threads(void)
+{
+	pthread_t th[CACHE_THREADS];
+	int bad[CACHE_THREADS] = { 0 }, i;
+	char key[8];
+
+	idem_close(idem);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(idem = open_cached(1024));
+	for (i = 0; i < 8; i++) {
+		snprintf(key, sizeof(key), "c%d", i);
+		complete_key(key, &created);
+	}
+	for (i = 0; i < CACHE_THREADS; i++)
+		CU_ASSERT_FATAL(pthread_create(&th[i], NULL, replayer_main,
+		    &bad[i]) == 0);
+	for (i = 0; i < CACHE_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		HARNESS_EQ(bad[i], 0);
+	}
+	CU_ASSERT(rcache_bytes(idem->rcache) <= 1024);
+}
+
 int
 harness_suites(void)
 {
@@ -836,7 +1092,15 @@ harness_suites(void)
 	    CU_add_test(s, "hook atomic under concurrency",
 	    test_hook_atomic_under_concurrency) == NULL ||
 	    CU_add_test(s, "walk of pending claims", test_pending_walk) ==
-	    NULL)
+	    NULL ||
+	    CU_add_test(s, "replay cache: a hit reads no store",
+	    test_replay_cache_hit) == NULL ||
+	    CU_add_test(s, "replay cache: completed only, until expiry",
+	    test_replay_cache_expiry) == NULL ||
+	    CU_add_test(s, "replay cache: within its bytes",
+	    test_replay_cache_budget) == NULL ||
+	    CU_add_test(s, "replay cache: threads at once",
+	    test_replay_cache_threads) == NULL)
 		return -1;
 	return 0;
 }
