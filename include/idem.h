@@ -226,7 +226,7 @@ struct idem_options {
 	 * A stored answer never changes before it expires, so a replay
 	 * from memory is the one the store would give, 422 included
 	 * (doc/DESIGN.md, "The replay cache", says what an operator's
-	 * changes to the store do to it).  Since 0.3.0.
+	 * changes to the store do to it).  Since 0.4.0.
 	 */
 	size_t replay_cache_bytes;
 	/* New fields go here, at the end, and only here. */
