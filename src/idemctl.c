@@ -3,7 +3,7 @@
  * idemctl: the operator's tool for an idem store.
  *
  *   idemctl stats [--json]    counts of keys, payments, charges, refunds
- *   idemctl purge [-n N] [-w MS]
+ *   idemctl purge [-n N] [-w MS] [--json]
  *                             delete expired keys, N per transaction, with
  *                             a pause of MS between transactions
  *   idemctl resume [-n N] [--limit N] [--all] [--json]
@@ -50,7 +50,7 @@ static const char ctl_usage_text[] =
     "       idemctl --help | --version\n"
     "commands:\n"
     "  stats [--json]                    counts of keys, payments, charges\n"
-    "  purge [-n N] [-w MS]              delete expired keys in batches\n"
+    "  purge [-n N] [-w MS] [--json]     delete expired keys in batches\n"
     "  resume [-n N] [--limit N] [--all] [--json]\n"
     "                                    end stuck claims without clients\n"
     "  inspect [--json] SCOPE KEY        one key's record\n"
@@ -407,5 +407,7 @@ main(int argc, char *argv[])
 		return ctl_new_secret(argc, argv);
 	if (strcmp(argv[0], "rekey") == 0)
 		return ctl_rekey(&ctl_cfg, argc, argv);
+	if (strcmp(argv[0], "hash-key") != 0 && strcmp(argv[0], "new-key") != 0)
+		fprintf(stderr, "idemctl: unknown command \"%s\"\n", argv[0]);
 	ctl_usage();
 }

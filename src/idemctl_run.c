@@ -65,6 +65,32 @@ ctl_purge_opt(void *ctx, int ch, const char *arg)
 	return 0;
 }
 
+/* How many keys a purge deleted, as text or (--json) a JSON object. */
+static int
+ctl_purge_print(size_t total)
+{
+	struct buf b = BUF_INIT;
+	struct json_writer w;
+	int rc;
+
+	if (ctl_json) {
+		json_write_init(&w, &b);
+		json_write_open(&w, '{');
+		json_write_name(&w, "purged");
+		json_write_int(&w, (long long)total);
+		json_write_name(&w, "interrupted");
+		json_write_raw(&w, ctl_stop ? "true" : "false", ctl_stop ? 4 :
+		    5);
+		json_write_close(&w, '}');
+		if ((rc = json_write_done(&w)) == IDEM_OK)
+			rc = buf_puts(&b, "\n");
+	} else
+		rc = buf_printf(&b, "purged: %zu\n", total);
+	rc = rc == IDEM_OK ? ctl_print(&b) : CTL_FAIL;
+	buf_free(&b);
+	return rc;
+}
+
 int
 ctl_purge(int argc, char *argv[])
 {
@@ -109,8 +135,7 @@ ctl_purge(int argc, char *argv[])
 	if (ctl_stop)
 		fprintf(stderr, "idemctl: purge: interrupted; the rest waits "
 		    "for the next run\n");
-	printf("purged: %zu\n", total);
-	return CTL_OK;
+	return ctl_purge_print(total);
 }
 
 static int

@@ -361,8 +361,35 @@ pg_run(struct pgconn *pc, const char *sql, struct pgargs *a)
  * black-holed) in about 11 s where TCP alone waits for many minutes.
  * lim's statement and lock timeouts are set for the session (0: none).
  */
+/*
+ * libpq's reason for a failed connection (PQerrorMessage), on one line:
+ * its line feeds (one message per address tried) become "; ".
+ */
+static void
+pg_connect_reason(PGconn *c, char *err, size_t errlen)
+{
+	const char *m = c != NULL ? PQerrorMessage(c) : "out of memory";
+	size_t i = 0;
+
+	if (errlen == 0)
+		return;
+	for (; *m != '\0' && i + 3 < errlen; m++) {
+		if (*m == '\n') {
+			while (m[1] == ' ' || m[1] == '\t')
+				m++;
+			if (m[1] != '\0' && i > 0) {
+				err[i++] = ';';
+				err[i++] = ' ';
+			}
+		} else if (*m != '\r')
+			err[i++] = *m;
+	}
+	err[i] = '\0';
+}
+
 static PGconn *
-pg_connect(const char *conninfo, int read_only, const struct pglimits *lim)
+pg_connect(const char *conninfo, int read_only, const struct pglimits *lim,
+    char *err, size_t errlen)
 {
 	const char *keys[] = { "connect_timeout", "keepalives",
 	    "keepalives_idle", "keepalives_interval", "keepalives_count",
@@ -382,9 +409,12 @@ pg_connect(const char *conninfo, int read_only, const struct pglimits *lim)
 	vals[5] = "10000";
 	vals[6] = conninfo;
 	vals[7] = NULL;
-	if ((c = PQconnectdbParams(keys, vals, 1)) == NULL)
+	if ((c = PQconnectdbParams(keys, vals, 1)) == NULL) {
+		pg_connect_reason(NULL, err, errlen);
 		return NULL;
+	}
 	if (PQstatus(c) != CONNECTION_OK) {
+		pg_connect_reason(c, err, errlen);
 		PQfinish(c);
 		return NULL;
 	}
@@ -395,6 +425,7 @@ pg_connect(const char *conninfo, int read_only, const struct pglimits *lim)
 	    "; SET default_transaction_read_only TO on" : "");
 	r = PQexec(c, set);
 	if (r == NULL || PQresultStatus(r) != PGRES_COMMAND_OK) {
+		pg_connect_reason(c, err, errlen);
 		PQclear(r);
 		PQfinish(c);
 		return NULL;
@@ -437,14 +468,19 @@ pg_notice(void *arg, const PGresult *r)
 static int
 pg_session_open(struct pgstore *s, struct pgconn *pc)
 {
+	char why[512];
 	int rc;
 
 	pc->broken = 0;
 	pc->begin = 0;
 	pc->prepared = 0;
 	pc->clock_at = 0;
-	if ((pc->c = pg_connect(s->conninfo, s->read_only, &s->lim)) == NULL)
+	if ((pc->c = pg_connect(s->conninfo, s->read_only, &s->lim, why,
+	    sizeof(why))) == NULL) {
+		/* The log says why, in libpq's words; the caller, IDEM_EIO. */
+		fprintf(stderr, "idem: postgresql: cannot connect: %s\n", why);
 		return IDEM_EIO;
+	}
 	if ((rc = pg_sync_check(s, pc->c)) != IDEM_OK) {
 		PQfinish(pc->c);
 		pc->c = NULL;
@@ -1593,6 +1629,7 @@ int
 store_pg_migrate_to(const char *conninfo, int target, int *from, int *to,
     int *compat_out, char *err, size_t errlen)
 {
+	char why[512];
 	struct pg_migration m;
 	PGconn *c;
 	long v, compat;
@@ -1605,8 +1642,9 @@ store_pg_migrate_to(const char *conninfo, int target, int *from, int *to,
 		return -1;
 	}
 	last = target > 0 ? target : mine;
-	if ((c = pg_connect(conninfo, 0, &pg_tool_limits)) == NULL) {
-		snprintf(err, errlen, "cannot connect");
+	if ((c = pg_connect(conninfo, 0, &pg_tool_limits, why,
+	    sizeof(why))) == NULL) {
+		snprintf(err, errlen, "cannot connect: %s", why);
 		return -1;
 	}
 	/* Held by the session to its end: one migrator at a time. */
@@ -1656,7 +1694,7 @@ store_pg_wipe(const char *conninfo)
 	PGconn *c;
 	int rc;
 
-	if ((c = pg_connect(conninfo, 0, &pg_tool_limits)) == NULL)
+	if ((c = pg_connect(conninfo, 0, &pg_tool_limits, NULL, 0)) == NULL)
 		return IDEM_EIO;
 	rc = pg_exec_plain(c, "TRUNCATE idem_keys, idem_rows, idem_quota, "
 	    "idem_counts, idem_gens", err, sizeof(err)) == 0 ? IDEM_OK : IDEM_EIO;

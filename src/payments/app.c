@@ -74,7 +74,7 @@ app_open_with(const struct config *cfg, const struct app_inject *inj,
 		free(a);
 		return -1;
 	}
-	if (auth_keys_load(cfg->keys_file, &a->keys, err, errlen) != 0) {
+	if (app_keys_load(cfg, &a->keys, err, errlen) != 0) {
 		pthread_mutex_destroy(&a->open_mu);
 		free(a);
 		return -1;
@@ -88,6 +88,26 @@ app_open_with(const struct config *cfg, const struct app_inject *inj,
 		fprintf(stderr, "idem: store %s not available yet\n",
 		    cfg->db_dir);
 	*out = a;
+	return 0;
+}
+
+int
+app_keys_load(const struct config *cfg, struct auth_keys **out, char *err,
+    size_t errlen)
+{
+	char why[PATH_MAX + 128];
+
+	if (cfg->auth_mode == AUTH_MODE_BEARER &&
+	    access(cfg->keys_file, F_OK) != 0 && errno == ENOENT) {
+		snprintf(err, errlen, "IDEM_KEYS_FILE %s: %s (with IDEM_AUTH="
+		    "bearer no request could authenticate)", cfg->keys_file,
+		    strerror(ENOENT));
+		return -1;
+	}
+	if (auth_keys_load(cfg->keys_file, out, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "IDEM_KEYS_FILE %s", why);
+		return -1;
+	}
 	return 0;
 }
 

@@ -20,6 +20,19 @@ int app_open(const struct config *cfg, struct app **out, char *err,
     size_t errlen);
 void app_close(struct app *a);
 
+struct auth_keys;
+
+/*
+ * Loads cfg's keys file (IDEM_KEYS_FILE) as app_open does.  With
+ * IDEM_AUTH=bearer the file must exist: without it no request could
+ * authenticate, so a missing file is an error at start, not an empty
+ * set; with IDEM_AUTH=remote-user the keys are not used and a missing
+ * file is none.  0 (*out owned by the caller, auth_keys_free), or -1 with
+ * a sentence naming IDEM_KEYS_FILE in err.
+ */
+int app_keys_load(const struct config *cfg, struct auth_keys **out,
+    char *err, size_t errlen);
+
 /*
  * What a harness (tests/sim) puts in place of what app_open would open:
  * the library's handle, opened by open_idem instead of idem_open (NULL:

@@ -227,43 +227,86 @@ serve_cgi(struct psvc *svc)
 	return fflush(stdout) == 0 ? 0 : 1;
 }
 
+/*
+ * Reads the configuration from the environment, as a start and
+ * --check-config both do.  0, or -1 after a message naming the variable.
+ */
+static int
+provider_config(struct psvc_config *cfg, unsigned *threads)
+{
+	const char *s;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->dir = getenv("IDEM_PROVIDER_DB");
+	if (cfg->dir == NULL || *cfg->dir == '\0')
+		cfg->dir = IDEM_LOCALSTATEDIR "/lib/idem/provider-service";
+	s = getenv("IDEM_PROVIDER_FAIL");
+	if (s != NULL && *s != '\0' && psvc_fail_parse(s, &cfg->fail) != 0) {
+		fprintf(stderr, "idem-provider: IDEM_PROVIDER_FAIL must be "
+		    "none, decline, unavailable, timeout or drop, not "
+		    "\"%s\"\n", s);
+		return -1;
+	}
+	if (env_uint("IDEM_PROVIDER_LATENCY_MS", 0, 600000,
+	    &cfg->latency_ms) != 0 ||
+	    env_uint("IDEM_PROVIDER_HOLD_MS", 30000, 600000,
+	    &cfg->hold_ms) != 0 ||
+	    env_uint("IDEM_PROVIDER_THREADS", 16, PROVIDER_THREADS_MAX,
+	    threads) != 0)
+		return -1;
+	if (*threads == 0)
+		*threads = 1;
+	return 0;
+}
+
+/*
+ * --check-config: the configuration as a start reads it, and the store
+ * looked at without creating or writing anything.  0 and what it found
+ * on stdout, or 1 after the first error on stderr.
+ */
+static int
+check_config(void)
+{
+	struct psvc_config cfg;
+	char note[128], err[4096 + 128];
+	unsigned threads;
+
+	if (provider_config(&cfg, &threads) != 0)
+		return 1;
+	if (options_check_lmdb("IDEM_PROVIDER_DB", cfg.dir, note,
+	    sizeof(note), err, sizeof(err)) != 0) {
+		fprintf(stderr, "idem-provider: %s\n", err);
+		return 1;
+	}
+	printf("idem-provider: configuration ok\nstore: %s (%s)\n"
+	    "threads: %u\n", cfg.dir, note, threads);
+	return fflush(stdout) == 0 ? 0 : 1;
+}
+
 static const char usage_text[] =
     "usage: idem-provider\n"
-    "       idem-provider --help | --version\n"
+    "       idem-provider --check-config | --help | --version\n"
     "The payment provider service, a FastCGI responder (or, with no FastCGI\n"
     "socket on standard input, one CGI request), configured by\n"
-    "IDEM_PROVIDER_* environment variables: see idem-provider(8).\n";
+    "IDEM_PROVIDER_* environment variables: see idem-provider(8).\n"
+    "  --check-config  validate the configuration and exit (0 ok, 1 not);\n"
+    "                  nothing is created or written\n"
+    "  --help          this text\n"
+    "  --version       the program's name and version\n";
 
 int
 main(int argc, char *argv[])
 {
 	struct psvc_config cfg;
 	struct psvc *svc;
-	const char *s;
 	unsigned threads;
 	int rc;
 
-	options_read(argc, argv, "idem-provider", usage_text);
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.dir = getenv("IDEM_PROVIDER_DB");
-	if (cfg.dir == NULL || *cfg.dir == '\0')
-		cfg.dir = IDEM_LOCALSTATEDIR "/lib/idem/provider-service";
-	s = getenv("IDEM_PROVIDER_FAIL");
-	if (s != NULL && *s != '\0' && psvc_fail_parse(s, &cfg.fail) != 0) {
-		fprintf(stderr, "idem-provider: IDEM_PROVIDER_FAIL must be "
-		    "none, decline, unavailable, timeout or drop, not "
-		    "\"%s\"\n", s);
+	if (options_read(argc, argv, "idem-provider", usage_text) ==
+	    OPTIONS_CHECK_CONFIG)
+		return check_config();
+	if (provider_config(&cfg, &threads) != 0)
 		return 1;
-	}
-	if (env_uint("IDEM_PROVIDER_LATENCY_MS", 0, 600000,
-	    &cfg.latency_ms) != 0 ||
-	    env_uint("IDEM_PROVIDER_HOLD_MS", 30000, 600000,
-	    &cfg.hold_ms) != 0 ||
-	    env_uint("IDEM_PROVIDER_THREADS", 16, PROVIDER_THREADS_MAX,
-	    &threads) != 0)
-		return 1;
-	if (threads == 0)
-		threads = 1;
 	if (crypto_init() != IDEM_OK || FCGX_Init() != 0) {
 		fprintf(stderr, "idem-provider: cannot start\n");
 		return 1;

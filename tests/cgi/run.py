@@ -1062,18 +1062,43 @@ class Scenario:
                   errors="surrogateescape") as f:
             f.write(text)
 
+    def default_state(self):
+        """The build's compiled-in state directory, LOCALSTATEDIR/lib/idem
+        (where IDEM_DB_DIR and IDEM_PROVIDER_DB point when unset), read
+        from the build's Makefile; None if it says nothing."""
+        names = {}
+        try:
+            with open(os.path.join(self.build, "Makefile")) as f:
+                for line in f:
+                    k, eq, v = line.partition(" = ")
+                    if eq and k in ("prefix", "localstatedir"):
+                        names[k] = v.strip()
+        except OSError:
+            return None
+        if "localstatedir" not in names:
+            return None
+        return os.path.join(names["localstatedir"].replace(
+            "${prefix}", names.get("prefix", "")), "lib", "idem")
+
     def listing(self):
-        """Every path under the scenario directory, with its type and, for
+        """Every path under the scenario directory and the build's default
+        state directory (and whether that exists), with its type and, for
         a regular file, its size: what a program that must create nothing
         would change."""
         seen = set()
-        for top, dirs, files in os.walk(self.tmp):
-            for name in dirs + files:
-                path = os.path.join(top, name)
-                st = os.lstat(path)
-                size = st.st_size if stat.S_ISREG(st.st_mode) else 0
-                seen.add((os.path.relpath(path, self.tmp),
-                          stat.S_IFMT(st.st_mode), size))
+        roots = [self.tmp]
+        dflt = self.default_state()
+        if dflt is not None:
+            roots.append(dflt)
+            seen.add((dflt, "exists", os.path.lexists(dflt)))
+        for root in roots:
+            for top, dirs, files in os.walk(root):
+                for name in dirs + files:
+                    path = os.path.join(top, name)
+                    st = os.lstat(path)
+                    size = st.st_size if stat.S_ISREG(st.st_mode) else 0
+                    seen.add((os.path.relpath(path, self.tmp),
+                              stat.S_IFMT(st.st_mode), size))
         return seen
 
     def snapshot(self, step):
