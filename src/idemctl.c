@@ -39,6 +39,7 @@
 #include "handlers.h"
 #include "idemctl.h"
 #include "idemctl_seal.h"
+#include "json.h"
 #include "provider.h"
 
 struct config ctl_cfg;
@@ -233,6 +234,39 @@ ctl_print(const struct buf *b)
 		return CTL_FAIL;
 	}
 	return CTL_OK;
+}
+
+int
+ctl_print_fields(const struct ctl_field *f, size_t n, int interrupted)
+{
+	struct buf b = BUF_INIT;
+	struct json_writer w;
+	size_t i;
+	int rc;
+
+	if (ctl_json) {
+		json_write_init(&w, &b);
+		json_write_open(&w, '{');
+		for (i = 0; i < n; i++) {
+			json_write_name(&w, f[i].name);
+			json_write_int(&w, (long long)f[i].value);
+		}
+		if (interrupted >= 0) {
+			json_write_name(&w, "interrupted");
+			json_write_raw(&w, interrupted ? "true" : "false",
+			    interrupted ? 4 : 5);
+		}
+		json_write_close(&w, '}');
+		rc = json_write_done(&w);
+		if (rc == IDEM_OK)
+			rc = buf_puts(&b, "\n");
+	} else
+		for (i = 0, rc = IDEM_OK; i < n && rc == IDEM_OK; i++)
+			rc = buf_printf(&b, "%s: %llu\n", f[i].name,
+			    f[i].value);
+	rc = rc == IDEM_OK ? ctl_print(&b) : CTL_FAIL;
+	buf_free(&b);
+	return rc;
 }
 
 int

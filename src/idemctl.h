@@ -90,6 +90,19 @@ void ctl_keyhash(const char *scope, const char *key,
 /* Writes b to stdout; CTL_OK, or CTL_FAIL when it cannot. */
 int ctl_print(const struct buf *b);
 
+/* A list of named counts, printed as lines or as one JSON object. */
+struct ctl_field {
+	const char *name;
+	unsigned long long value;
+};
+
+/*
+ * Prints f as "name: value" lines or, with --json, one JSON object;
+ * interrupted, unless negative, is the object's "interrupted" member
+ * (a command a signal ended before its work was done).
+ */
+int ctl_print_fields(const struct ctl_field *f, size_t n, int interrupted);
+
 /*
  * Whether progress lines go to stderr: only when it is a terminal, so
  * that logs and pipes get the summary alone.

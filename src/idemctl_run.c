@@ -13,7 +13,6 @@
 #include "fault.h"
 #include "handlers.h"
 #include "idemctl.h"
-#include "json.h"
 #include "metrics.h"
 #include "problem.h"
 #include "resume.h"
@@ -69,26 +68,9 @@ ctl_purge_opt(void *ctx, int ch, const char *arg)
 static int
 ctl_purge_print(size_t total)
 {
-	struct buf b = BUF_INIT;
-	struct json_writer w;
-	int rc;
+	const struct ctl_field f[] = { { "purged", total } };
 
-	if (ctl_json) {
-		json_write_init(&w, &b);
-		json_write_open(&w, '{');
-		json_write_name(&w, "purged");
-		json_write_int(&w, (long long)total);
-		json_write_name(&w, "interrupted");
-		json_write_raw(&w, ctl_stop ? "true" : "false", ctl_stop ? 4 :
-		    5);
-		json_write_close(&w, '}');
-		if ((rc = json_write_done(&w)) == IDEM_OK)
-			rc = buf_puts(&b, "\n");
-	} else
-		rc = buf_printf(&b, "purged: %zu\n", total);
-	rc = rc == IDEM_OK ? ctl_print(&b) : CTL_FAIL;
-	buf_free(&b);
-	return rc;
+	return ctl_print_fields(f, 1, ctl_stop);
 }
 
 int
@@ -220,36 +202,13 @@ ctl_resume_env(struct pay_env *env)
 static int
 ctl_resume_print(const struct pay_resume_counts *c)
 {
-	struct buf b = BUF_INIT;
-	struct json_writer w;
-	int rc;
+	const struct ctl_field f[] = {
+		{ "seen", c->seen }, { "completed", c->completed },
+		{ "released", c->released }, { "left", c->left },
+		{ "busy", c->busy },
+	};
 
-	if (ctl_json) {
-		json_write_init(&w, &b);
-		json_write_open(&w, '{');
-		json_write_name(&w, "seen");
-		json_write_int(&w, (long long)c->seen);
-		json_write_name(&w, "completed");
-		json_write_int(&w, (long long)c->completed);
-		json_write_name(&w, "released");
-		json_write_int(&w, (long long)c->released);
-		json_write_name(&w, "left");
-		json_write_int(&w, (long long)c->left);
-		json_write_name(&w, "busy");
-		json_write_int(&w, (long long)c->busy);
-		json_write_name(&w, "interrupted");
-		json_write_raw(&w, ctl_stop ? "true" : "false", ctl_stop ? 4 :
-		    5);
-		json_write_close(&w, '}');
-		if ((rc = json_write_done(&w)) == IDEM_OK)
-			rc = buf_puts(&b, "\n");
-	} else
-		rc = buf_printf(&b, "seen: %zu\ncompleted: %zu\nreleased: %zu\n"
-		    "left: %zu\nbusy: %zu\n", c->seen, c->completed,
-		    c->released, c->left, c->busy);
-	rc = rc == IDEM_OK ? ctl_print(&b) : CTL_FAIL;
-	buf_free(&b);
-	return rc;
+	return ctl_print_fields(f, sizeof(f) / sizeof(f[0]), ctl_stop);
 }
 
 int

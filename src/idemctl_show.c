@@ -17,40 +17,6 @@
 #include "provider.h"
 #include "refund.h"
 
-/* A list of named counts, printed as lines or as one JSON object. */
-struct ctl_field {
-	const char *name;
-	unsigned long long value;
-};
-
-static int
-ctl_print_fields(const struct ctl_field *f, size_t n)
-{
-	struct buf b = BUF_INIT;
-	struct json_writer w;
-	size_t i;
-	int rc;
-
-	if (ctl_json) {
-		json_write_init(&w, &b);
-		json_write_open(&w, '{');
-		for (i = 0; i < n; i++) {
-			json_write_name(&w, f[i].name);
-			json_write_int(&w, (long long)f[i].value);
-		}
-		json_write_close(&w, '}');
-		rc = json_write_done(&w);
-		if (rc == IDEM_OK)
-			rc = buf_puts(&b, "\n");
-	} else
-		for (i = 0, rc = IDEM_OK; i < n && rc == IDEM_OK; i++)
-			rc = buf_printf(&b, "%s: %llu\n", f[i].name,
-			    f[i].value);
-	rc = rc == IDEM_OK ? ctl_print(&b) : CTL_FAIL;
-	buf_free(&b);
-	return rc;
-}
-
 struct ctl_stats {
 	size_t keys, completed, in_progress, stuck, pending;
 	uint64_t now;
@@ -126,7 +92,7 @@ ctl_stats(int argc, char *argv[])
 			{ "provider_refunds", refunded },
 		};
 
-		return ctl_print_fields(f, sizeof(f) / sizeof(f[0]));
+		return ctl_print_fields(f, sizeof(f) / sizeof(f[0]), -1);
 	}
 }
 
