@@ -612,6 +612,24 @@ pg_rollback(struct pgconn *pc)
 	(void)pg_run(pc, "ROLLBACK", NULL);
 }
 
+uint64_t
+pg_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int
+pg_check_due(uint64_t *due_ms, uint64_t now, unsigned period_ms, int force)
+{
+	if (!force && now < *due_ms)
+		return 0;
+	*due_ms = now + period_ms;
+	return 1;
+}
+
 /*
  * Waits until pc's session has its answer, or until the deadline (ms
  * of CLOCK_MONOTONIC): 0 when the answer is there, -1 when the session
@@ -621,16 +639,13 @@ static int
 pg_answer_wait(struct pgconn *pc, uint64_t deadline)
 {
 	struct pollfd p;
-	struct timespec ts;
 	uint64_t now;
 	int n;
 
 	p.fd = PQsocket(pc->c);
 	p.events = POLLIN;
 	while (PQisBusy(pc->c)) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec /
-		    1000000;
+		now = pg_mono_ms();
 		if (now >= deadline)
 			return 1;
 		p.revents = 0;
@@ -647,11 +662,7 @@ pg_answer_wait(struct pgconn *pc, uint64_t deadline)
 static uint64_t
 pg_deadline(unsigned ms)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 +
-	    ms;
+	return pg_mono_ms() + ms;
 }
 
 /*
@@ -1045,16 +1056,6 @@ fail:
 	return IDEM_EIO;
 }
 
-/* Milliseconds of CLOCK_MONOTONIC. */
-static uint64_t
-pg_mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* The host's clock: ms since the epoch. */
 static uint64_t
 pg_host_ms(const struct pgstore *s)
@@ -1388,19 +1389,13 @@ static int
 pg_schema_check(struct pgstore *s, struct pgconn *pc, int opened)
 {
 	char why[256];
-	struct timespec ts;
-	uint64_t now;
+	uint64_t now = pg_mono_ms();
 	long v, compat;
 	int due, bad, fits;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 	due = opened || fault_point("store_pg_schema_due");
 	pthread_mutex_lock(&s->mu);
-	if (now >= s->schema_due_ms)
-		due = 1;
-	if (due)
-		s->schema_due_ms = now + PG_SCHEMA_CHECK_MS;
+	due = pg_check_due(&s->schema_due_ms, now, PG_SCHEMA_CHECK_MS, due);
 	bad = s->schema_bad;
 	pthread_mutex_unlock(&s->mu);
 	if (!due)

@@ -358,6 +358,18 @@ int pg_sync_check(struct pgstore *s, PGconn *c);
  */
 int pg_sync_recheck(struct pgstore *s, struct pgconn *pc, int opened);
 
+/* Milliseconds of CLOCK_MONOTONIC. */
+uint64_t pg_mono_ms(void);
+/*
+ * The timer of a periodic server check (the schema's version, the
+ * replication), called under s->mu with the check's next-due time: 1
+ * when the check is due at now or force is set, and the next is then
+ * set period_ms on, so that one thread checks and the others go on with
+ * what the last check found; else 0.
+ */
+int pg_check_due(uint64_t *due_ms, uint64_t now, unsigned period_ms,
+    int force);
+
 /* store_pg_ops.c */
 /* Frees what the store knows of the claims it holds. */
 void pg_owned_free(struct pgstore *s);

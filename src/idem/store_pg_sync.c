@@ -189,22 +189,20 @@ pg_sync_check(struct pgstore *s, PGconn *c)
 int
 pg_sync_recheck(struct pgstore *s, struct pgconn *pc, int opened)
 {
-	struct timespec ts;
 	uint64_t now;
 	int due, rc;
 
 	if (s->read_only)
 		return IDEM_OK;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	now = pg_mono_ms();
 	pthread_mutex_lock(&s->mu);
 	if (opened) {
+		/* pg_session_open checked it: the next is a period on. */
 		s->sync_bad = 0;
-		s->sync_due_ms = now + PG_SYNC_CHECK_MS;
-	}
-	due = !opened && now >= s->sync_due_ms;
-	if (due)
-		s->sync_due_ms = now + PG_SYNC_CHECK_MS;
+		(void)pg_check_due(&s->sync_due_ms, now, PG_SYNC_CHECK_MS, 1);
+		due = 0;
+	} else
+		due = pg_check_due(&s->sync_due_ms, now, PG_SYNC_CHECK_MS, 0);
 	rc = s->sync_bad ? IDEM_EUNSAFE : IDEM_OK;
 	pthread_mutex_unlock(&s->mu);
 	if (!due)
