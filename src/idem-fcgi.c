@@ -113,6 +113,11 @@ check_config(void)
 	    cfg.keys_file, auth_mode_name(cfg.auth_mode),
 	    cfg.secret_file[0] != '\0' ? cfg.secret_file :
 	    "none (stored in the clear)");
+	if (cfg.replay_cache_bytes > 0)
+		printf("replay cache: %zu bytes a worker\n",
+		    cfg.replay_cache_bytes);
+	else
+		printf("replay cache: none\n");
 	if (cfg.provider == CONFIG_PROVIDER_SIMULATED)
 		printf("provider: simulated, ledger %s (%s)\n",
 		    cfg.provider_dir, pnote);

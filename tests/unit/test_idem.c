@@ -14,6 +14,7 @@
 #include "idem.h"
 #include "idem_backend.h"
 #include "idem_int.h"
+#include "buf.h"
 #include "metrics.h"
 #include "replay_cache.h"
 #include "store.h"
@@ -970,6 +971,68 @@ test_replay_cache_expiry(void)
 }
 
 /*
+ * /metrics counts the cache's lookups: a miss for each keyed call the
+ * cache could not answer, a hit for each it did (the replay and the 422
+ * alike).
+ */
+static void
+test_replay_cache_metrics(void)
+{
+	struct buf b = BUF_INIT;
+	struct idem_call *c;
+
+	idem_close(idem);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(idem = open_cached(1 << 20));
+	CU_ASSERT_FATAL(metrics_open(dir) == IDEM_OK);
+	complete_key("k", &created);	/* a miss: nothing kept yet */
+	replayed_as("k", &created);	/* a miss, read and then kept */
+	replayed_as("k", &created);	/* a hit */
+	HARNESS_EQ(begin("k", fp_b, &c), IDEM_MISMATCH);	/* a hit */
+	idem_call_free(c);
+	HARNESS_EQ(metrics_render(&b), IDEM_OK);
+	HARNESS_EQ((long long)harness_sample(b.data,
+	    "idem_replay_cache_lookups_total{result=\"hit\"}"), 2);
+	HARNESS_EQ((long long)harness_sample(b.data,
+	    "idem_replay_cache_lookups_total{result=\"miss\"}"), 2);
+	buf_free(&b);
+}
+
+#ifdef IDEM_FAULT_POINTS
+/*
+ * An answer whose completion failed to commit is never replayed from
+ * memory: the key's next call goes to the store, which still holds the
+ * claim (a 409 while its lease runs), and the answer the handler gave
+ * is told to no one.
+ */
+static void
+test_replay_cache_failed_commit(void)
+{
+	struct idem_call *c, *d;
+
+	idem_close(idem);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(idem = open_cached(1 << 20));
+	HARNESS_EQ(begin("k", fp_a, &c), IDEM_RUN);
+	setenv("IDEM_FAULT", "store_complete:fail", 1);
+	CU_ASSERT(idem_finish(c, &created, NULL, NULL) != IDEM_OK);
+	unsetenv("IDEM_FAULT");
+	record_reads = 0;
+	HARNESS_EQ(begin("k", fp_a, &d), IDEM_CONFLICT);
+	CU_ASSERT(idem_call_response(d) == NULL);
+	idem_call_free(d);
+	HARNESS_EQ(record_reads > 0, 1);
+	idem_call_free(c);
+	/* Its lease run out, the claim is taken over; once that commits,
+	 * the replay is its answer. */
+	now_ms = T0 + LEASE;
+	HARNESS_EQ(begin("k", fp_a, &c), IDEM_RESUME);
+	HARNESS_EQ(idem_finish(c, &created, NULL, NULL), IDEM_OK);
+	idem_call_free(c);
+	HARNESS_EQ(begin("k", fp_a, &d), IDEM_REPLAY);
+	idem_call_free(d);
+}
+#endif
+
+/*
  * The cache never holds more than its bytes: the answers replayed least
  * recently go first, and an answer larger than the whole budget is never
  * kept.
@@ -1100,7 +1163,14 @@ harness_suites(void)
 	    CU_add_test(s, "replay cache: within its bytes",
 	    test_replay_cache_budget) == NULL ||
 	    CU_add_test(s, "replay cache: threads at once",
-	    test_replay_cache_threads) == NULL)
+	    test_replay_cache_threads) == NULL ||
+	    CU_add_test(s, "replay cache: lookups in /metrics",
+	    test_replay_cache_metrics) == NULL)
 		return -1;
+#ifdef IDEM_FAULT_POINTS
+	if (CU_add_test(s, "replay cache: a failed completion never enters",
+	    test_replay_cache_failed_commit) == NULL)
+		return -1;
+#endif
 	return 0;
 }

@@ -32,6 +32,21 @@ run: idem-provider --check-config
 env IDEM_DB_DIR={tmp}/state/db
 env IDEM_PROVIDER_DB={tmp}/state/provider-service
 
+# IDEM_REPLAY_CACHE: bytes, with K, M or G; 16M unset; 0 for none.
+run: idem-fcgi --check-config
+  prints: replay cache: 16777216 bytes a worker
+env IDEM_REPLAY_CACHE=4M
+run: idem-fcgi --check-config
+  prints: replay cache: 4194304 bytes a worker
+env IDEM_REPLAY_CACHE=0
+run: idem-fcgi --check-config
+  prints: replay cache: none
+env IDEM_REPLAY_CACHE=4Q
+run: idem-fcgi --check-config
+  exit: 1
+  prints: IDEM_REPLAY_CACHE
+unset IDEM_REPLAY_CACHE
+
 # The first error, naming the variable at fault: exit 1.
 env IDEM_LEASE=abc
 run: idem-fcgi --check-config
