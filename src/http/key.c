@@ -44,6 +44,10 @@ static const char *const key_statusstr[KEY__MAX] = {
 	    "escapes (only \\\" and \\\\ are allowed) and the parameters.",
 	[KEY_MULTIPLE] = "The request carries more than one Idempotency-Key; "
 	    "send exactly one key per request.",
+	[KEY_BARE_SEPARATOR] = "The Idempotency-Key has a space or a \";\" "
+	    "in it: send a key without them, such as a random UUID, or send "
+	    "the whole key in double quotes, as in Idempotency-Key: "
+	    "\"order 42\".",
 };
 
 const char *
@@ -289,7 +293,7 @@ key_parse_bare(const char **pp, char *out, size_t *len)
 		out[n++] = (char)*p++;
 	}
 	if (*p == ';')
-		return KEY_BAD_SYNTAX;
+		return KEY_BARE_SEPARATOR;
 	*len = n;
 	*pp = (const char *)p;
 	return KEY_OK;
@@ -319,6 +323,11 @@ key_parse(const char *field, char out[KEY_MAX + 1], size_t *outlen)
 	} else if (key_is_bare((unsigned char)*p)) {
 		if ((st = key_parse_bare(&p, out, &n)) != KEY_OK)
 			return st;
+		/* More of the key after a space: it needed quotes. */
+		while (key_is_ows((unsigned char)*p))
+			p++;
+		if (key_is_bare((unsigned char)*p) || *p == ';')
+			return KEY_BARE_SEPARATOR;
 	} else if (*p != ',')
 		return key_reject((unsigned char)*p);
 

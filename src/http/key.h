@@ -25,6 +25,7 @@ enum key_status {
 	KEY_BAD_CHAR,   /* a control, non-ASCII or otherwise forbidden byte */
 	KEY_BAD_SYNTAX, /* unterminated string, bad escape, junk after the item */
 	KEY_MULTIPLE,   /* more than one key (a list) */
+	KEY_BARE_SEPARATOR, /* a space or ";" inside a key sent unquoted */
 	KEY__MAX
 };
 

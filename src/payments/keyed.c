@@ -119,7 +119,7 @@ keyed_answer(const struct pay_env *env, const struct idem_call *c,
 		wait = idem_call_retry_after(c);
 		problem_build(resp, PROBLEM_IN_PROGRESS, "The first request "
 		    "with this Idempotency-Key is still being processed; "
-		    "retry after %u seconds.", wait);
+		    "retry after %u second%s.", wait, wait == 1 ? "" : "s");
 		resp_header(resp, "Retry-After", "%u", wait);
 		return 1;
 	case IDEM_MISMATCH:

@@ -144,8 +144,27 @@ test_bare_key_takes_no_parameters(void)
 	 * Reading bare "k;a" and "k;b" both as "k" would let two
 	 * operations share one key; the client must quote instead.
 	 */
-	KEY_EXPECT("abc;a=1", KEY_BAD_SYNTAX, NULL);
-	KEY_EXPECT("abc;", KEY_BAD_SYNTAX, NULL);
+	KEY_EXPECT("abc;a=1", KEY_BARE_SEPARATOR, NULL);
+	KEY_EXPECT("abc;", KEY_BARE_SEPARATOR, NULL);
+}
+
+/*
+ * A bare key with a space in it is told so, and how to send it: not a
+ * lesson in Structured Field escapes it never used.
+ */
+static void
+test_bare_key_with_space(void)
+{
+	const char *why;
+
+	KEY_EXPECT("order 42", KEY_BARE_SEPARATOR, NULL);
+	KEY_EXPECT("a b c", KEY_BARE_SEPARATOR, NULL);
+	/* Spaces around the key are not part of it. */
+	KEY_EXPECT("  order-42  ", KEY_OK, "order-42");
+	why = key_strstatus(KEY_BARE_SEPARATOR);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "space"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "\"order 42\""));
+	CU_ASSERT_PTR_NULL(strstr(why, "escape"));
 }
 
 static void
@@ -260,7 +279,8 @@ test_junk_after_item(void)
 {
 	KEY_EXPECT("\"abc\"def", KEY_BAD_SYNTAX, NULL);
 	KEY_EXPECT("\"abc\" \"def\"", KEY_BAD_SYNTAX, NULL);
-	KEY_EXPECT("abc def", KEY_BAD_SYNTAX, NULL);
+	/* A bare key's space is told as such (test_bare_key_with_space). */
+	KEY_EXPECT("abc def", KEY_BARE_SEPARATOR, NULL);
 	KEY_EXPECT("abc\"def\"", KEY_BAD_SYNTAX, NULL);
 	KEY_EXPECT("ab\\c", KEY_BAD_SYNTAX, NULL);
 	KEY_EXPECT("\\abc", KEY_BAD_SYNTAX, NULL);
@@ -305,6 +325,8 @@ harness_suites(void)
 	    CU_add_test(s, "bad parameters", test_bad_parameters) == NULL ||
 	    CU_add_test(s, "bare key takes no parameters",
 	    test_bare_key_takes_no_parameters) == NULL ||
+	    CU_add_test(s, "bare key with a space",
+	    test_bare_key_with_space) == NULL ||
 	    CU_add_test(s, "more than one key", test_multiple) == NULL ||
 	    CU_add_test(s, "comma inside a string is one key",
 	    test_comma_inside_string_is_one_key) == NULL ||
