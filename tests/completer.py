@@ -633,7 +633,7 @@ def test_systemd_units(e):
            "systemd, in quickstart's PACKAGES)")
     src = os.path.join(REPO, "etc", "systemd")
     names = sorted(f for f in os.listdir(src)
-                   if f.endswith((".service", ".timer")))
+                   if f.endswith((".service", ".socket", ".timer")))
     for want in ("idem-resume.service", "idem-resume.timer",
                  "idem-purge.service", "idem-purge.timer"):
         expect(want in names, "etc/systemd/%s is missing" % want)
