@@ -639,7 +639,7 @@ def test_systemd_units(e):
         expect(want in names, "etc/systemd/%s is missing" % want)
     out = os.path.join(e.tmp, "units")
     os.mkdir(out)
-    subst = {"@BINDIR@": e.build, "@WORKERS@": "4", "@WEBUSER@": "www-data"}
+    subst = {"@SBINDIR@": e.build, "@BINDIR@": e.build, "@WORKERS@": "4", "@WEBUSER@": "www-data"}
     for n in names:
         with open(os.path.join(src, n)) as f:
             text = f.read()

@@ -237,6 +237,7 @@ class Instance:
             os.makedirs(self.www)
         self.mapping = {
             "PORT": self.port, "ROOT": self.root, "BINDIR": self.bindir,
+            "SBINDIR": self.bindir,
             "STATE": self.state, "WWW": self.www, "USER": self.user,
             "GROUP": self.group, "WORKERS": self.workers,
             "PROVIDER_LATENCY_MS": self.args.latency_ms,

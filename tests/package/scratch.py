@@ -595,8 +595,9 @@ def purge(root, names):
     if not check("dpkg --purge " + " ".join(names), p):
         return
     problems = [f"{f} left" for f in
-                ("/usr/bin/idem-fcgi", "/usr/bin/idemctl",
-                 "/etc/idem/idem.env", "/usr/include/idem.h")
+                ("/usr/sbin/idem-fcgi", "/usr/sbin/idem-provider",
+                 "/usr/bin/idemctl", "/etc/idem/idem.env",
+                 "/usr/include/idem.h")
                 if os.path.lexists(root.at(f))]
     if not os.path.isdir(root.at("/var/lib/idem/db")):
         problems.append("/var/lib/idem/db (the payments) removed")
