@@ -13,6 +13,8 @@ the packages the built ones depend on are installed here already, so
 the maintainer scripts as on a real system, and all it writes lands in the
 upper layer.  There:
 
+  - /usr/share/idem/www holds the problem pages and the policy page,
+    not the quick start's demo page and its demo keys;
   - the postinst made the system account idem and /var/lib/idem
     (idem:idem, 0750), and the sealing key file when idem.env names one;
     /etc/idem/idem.env is a conffile; every unit of etc/systemd/ is
@@ -323,6 +325,27 @@ def check_security(root, udir, units):
         R.fail(title, "\n".join(ln for _, ln in costs[:15]))
 
 
+def check_www(root):
+    """The web root the package installs: the pages the answers link to
+    (the problem types, the key policy), never the quick start's demo
+    page nor the demo API keys it carries."""
+    www = root.at("/usr/share/idem/www")
+    problems = [f"{f} missing" for f in ("policy.html", "problems/index.html",
+                                         "problems/key-reused.html")
+                if not os.path.isfile(os.path.join(www, f))]
+    for d, _, files in os.walk(www):
+        for f in files:
+            path = os.path.join(d, f)
+            name = os.path.relpath(path, www)
+            if f.startswith("demo"):
+                problems.append(f"{name}: the demo page")
+            with open(path, "rb") as fh:
+                if re.search(rb"sk_test_|sk_live_", fh.read()):
+                    problems.append(f"{name}: carries an API key")
+    R.record("/usr/share/idem/www: problem pages and policy, no demo page "
+             "or demo keys", problems)
+
+
 def unit_command(root, unit):
     """A unit's ExecStart= as argv, its environment files' variables, and
     the account it runs as (None: root)."""
@@ -619,6 +642,7 @@ def main():
     servers = []
     try:
         check_account(root)
+        check_www(root)
         env = check_config(root)
         if env.get("IDEM_PROVIDER") or env.get("IDEM_PROVIDER_URL"):
             R.fail("idem.env names no provider: the operator chooses one",
