@@ -633,13 +633,13 @@ def test_systemd_units(e):
            "systemd, in quickstart's PACKAGES)")
     src = os.path.join(REPO, "etc", "systemd")
     names = sorted(f for f in os.listdir(src)
-                   if f.endswith((".service", ".timer")))
+                   if f.endswith((".service", ".socket", ".timer")))
     for want in ("idem-resume.service", "idem-resume.timer",
                  "idem-purge.service", "idem-purge.timer"):
         expect(want in names, "etc/systemd/%s is missing" % want)
     out = os.path.join(e.tmp, "units")
     os.mkdir(out)
-    subst = {"@BINDIR@": e.build, "@WORKERS@": "4", "@WEBUSER@": "www-data"}
+    subst = {"@SBINDIR@": e.build, "@BINDIR@": e.build, "@WORKERS@": "4", "@WEBUSER@": "www-data"}
     for n in names:
         with open(os.path.join(src, n)) as f:
             text = f.read()

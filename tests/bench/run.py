@@ -311,7 +311,7 @@ class Server:
             finally:
                 os.close(fd)
         self.mapping = {"PORT": self.port, "ROOT": self.root, "BINDIR": self.bindir,
-                        "STATE": self.state, "WWW": WWW, "USER": self.user,
+                        "SBINDIR": self.bindir, "STATE": self.state, "WWW": WWW, "USER": self.user,
                         "GROUP": self.group, "PROVIDER_LATENCY_MS": 0}
         self.env = parse_env_file(render(os.path.join(ETC, "idem.env"), self.mapping,
                                          os.path.join(self.root, "idem.env")))

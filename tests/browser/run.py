@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The demo page (www/demo.html) in headless Chromium, against the real
+"""The demo page (demo/demo.html) in headless Chromium, against the real
 thing: lighttpd (etc/lighttpd/idem-external.conf) in front of spawn-fcgi
 workers of idem-fcgi, which call the provider service idem-provider.
 

@@ -24,6 +24,7 @@ from lib.web import http_request
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ETC = os.path.join(REPO, "etc")
 WWW = os.path.join(REPO, "www")
+DEMO = os.path.join(REPO, "demo")
 
 INSTANCES = []          # every instance ever set up, for cleanup_all
 
@@ -231,12 +232,15 @@ class Instance:
             shutil.copy2(src, os.path.join(self.bindir, prog))
         self._make_state(self.state)
         self.www = os.path.join(self.root, "www")
-        if os.path.isdir(WWW):
-            shutil.copytree(WWW, self.www)
-        else:
-            os.makedirs(self.www)
+        # The web root as the quick start serves it: the pages the
+        # package ships (www/) and the demo's (demo/).
+        os.makedirs(self.www)
+        for d in (WWW, DEMO):
+            if os.path.isdir(d):
+                shutil.copytree(d, self.www, dirs_exist_ok=True)
         self.mapping = {
             "PORT": self.port, "ROOT": self.root, "BINDIR": self.bindir,
+            "SBINDIR": self.bindir,
             "STATE": self.state, "WWW": self.www, "USER": self.user,
             "GROUP": self.group, "WORKERS": self.workers,
             "PROVIDER_LATENCY_MS": self.args.latency_ms,

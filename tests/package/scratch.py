@@ -13,19 +13,26 @@ the packages the built ones depend on are installed here already, so
 the maintainer scripts as on a real system, and all it writes lands in the
 upper layer.  There:
 
+  - /usr/share/idem/www holds the problem pages and the policy page,
+    not the quick start's demo page and its demo keys;
   - the postinst made the system account idem and /var/lib/idem
     (idem:idem, 0750), and the sealing key file when idem.env names one;
     /etc/idem/idem.env is a conffile; every unit of etc/systemd/ is
-    installed, substituted, not enabled, and passes systemd-analyze
-    verify;
-  - idem-fcgi.service's own ExecStart= runs, with its EnvironmentFile= and
-    RuntimeDirectory=, under a stand-in for journald's stdout socket (the
-    unit logs through systemd-cat), behind lighttpd configured from the
-    installed example; a payment, its replay, a key reused with another
-    amount and the problem page it links to are answered, the installed
-    idemctl reads the payment from the store as the idem account, every
-    Type=oneshot unit (what the timers start) runs as its unit says, and
-    SIGTERM stops the workers;
+    installed, substituted, not enabled, passes systemd-analyze verify,
+    and every service is rated 2.5 or lower ("OK") by systemd-analyze
+    security;
+  - idem-provider and idem-fcgi are started as systemd would on the first
+    connection to their .socket units: the socket with its owner and
+    mode, the service's ExecStart= as its User=, with its Environment=,
+    EnvironmentFile=, StateDirectory= and UMask=, the socket on standard
+    input and the output on a stand-in for journald's stdout socket
+    (systemd is not running here, so the sandbox itself is not applied);
+    each behind lighttpd configured from the installed example, the
+    workers charging the provider service: a payment, its replay, a key
+    reused with another amount and the problem page it links to are
+    answered, the installed idemctl reads the payment from the store as
+    the idem account, every Type=oneshot unit (what the timers start)
+    runs as its unit says, and SIGTERM stops both services;
   - pkg-config finds idem.pc, and a program on idem.h links against the
     installed libidem (shared, and static from libidem.a), as does the
     packaged examples/orders.c, which answers a CGI request;
@@ -52,8 +59,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from lib.common import (DEADLINE, Results, free_port, kill_pids, pids_of_exe,  # noqa: E402
-                        wait_gone)
+from lib.common import DEADLINE, Results, free_port  # noqa: E402
 from lib.servers import parse_env_file, render  # noqa: E402
 from lib.web import http_request  # noqa: E402
 
@@ -140,6 +146,7 @@ class Journal:
         os.makedirs(os.path.dirname(path))
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(path)
+        self.path = path
         os.chmod(path, 0o666)
         self.sock.listen(16)
         self.data = []
@@ -163,6 +170,16 @@ class Journal:
         with self.lock:
             return b"".join(self.data).decode("utf-8", "replace")
 
+    def stream(self, identifier):
+        """A connection as systemd makes for StandardOutput=journal: the
+        stream's header (identifier, unit, priority, level prefix and
+        forwarding flags), then what the service writes."""
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(self.path)
+        c.sendall(f"{identifier}\n\n6\n0\n0\n0\n0\n".encode())
+        c.shutdown(socket.SHUT_RD)
+        return c
+
 
 def unit_dir(root):
     for d in ("/lib/systemd/system", "/usr/lib/systemd/system"):
@@ -171,8 +188,8 @@ def unit_dir(root):
     return None
 
 
-def parse_unit(text):
-    """The [Service] settings of a unit (the last of each name), its
+def parse_unit(text, want="[Service]"):
+    """The settings of a unit's section want (the last of each name), its
     continued lines joined."""
     text = re.sub(r"\\\n", " ", text)
     section, out = None, {}
@@ -180,7 +197,7 @@ def parse_unit(text):
         line = line.strip()
         if line.startswith("["):
             section = line
-        elif section == "[Service]" and "=" in line and not line.startswith("#"):
+        elif section == want and "=" in line and not line.startswith("#"):
             k, v = line.split("=", 1)
             out[k.strip()] = v.strip()
     return out
@@ -250,6 +267,7 @@ def check_units(root, srcdir):
     d = unit_dir(root)
     want = sorted(os.path.basename(u) for u in
                   glob.glob(os.path.join(srcdir, "etc/systemd/*.service")) +
+                  glob.glob(os.path.join(srcdir, "etc/systemd/*.socket")) +
                   glob.glob(os.path.join(srcdir, "etc/systemd/*.timer")))
     missing = [u for u in want if d is None or
                not os.path.exists(root.at(f"{d}/{u}"))]
@@ -265,12 +283,67 @@ def check_units(root, srcdir):
         if re.search(r"@[A-Z_]+@", "\n".join(live)):
             problems.append(f"{u}: placeholder left")
         state = root.run(["systemctl", "is-enabled", u]).stdout.strip()
-        if state not in ("disabled", "static"):
+        # indirect: a service enabled only through its socket (Also=).
+        if state not in ("disabled", "static", "indirect"):
             problems.append(f"{u}: {state}")
     R.record("units: substituted, none enabled", problems)
     p = root.run(["systemd-analyze", "verify"] + [f"{d}/{u}" for u in want])
     check("systemd-analyze verify (in the scratch root)", p)
     return (d, want)
+
+
+EXPOSURE_MAX = 2.5
+
+
+def check_security(root, udir, units):
+    """systemd-analyze security of every installed service, offline (no
+    systemd runs here): each rated EXPOSURE_MAX or lower, "OK" on
+    systemd's scale, its rating printed; above it, the settings that
+    cost most are shown."""
+    for name in units:
+        if not name.endswith(".service"):
+            continue
+        p = root.run(["systemd-analyze", "security", "--offline=true",
+                      "--no-pager", f"{udir}/{name}"])
+        m = re.search(r"Overall exposure level for \S+: ([0-9.]+) (\w+)",
+                      p.stdout)
+        if not m:
+            R.fail(f"systemd-analyze security {name}", p.stdout[-2000:])
+            continue
+        level = float(m.group(1))
+        title = (f"systemd-analyze security {name}: {m.group(1)} "
+                 f"{m.group(2)} (at most {EXPOSURE_MAX})")
+        if level <= EXPOSURE_MAX:
+            R.ok(title)
+            continue
+        costs = []
+        for ln in p.stdout.splitlines():
+            c = re.match(r"^\u2717 (\S+)\s.*\s([0-9.]+)$", ln.strip())
+            if c:
+                costs.append((float(c.group(2)), ln.strip()))
+        costs.sort(reverse=True)
+        R.fail(title, "\n".join(ln for _, ln in costs[:15]))
+
+
+def check_www(root):
+    """The web root the package installs: the pages the answers link to
+    (the problem types, the key policy), never the quick start's demo
+    page nor the demo API keys it carries."""
+    www = root.at("/usr/share/idem/www")
+    problems = [f"{f} missing" for f in ("policy.html", "problems/index.html",
+                                         "problems/key-reused.html")
+                if not os.path.isfile(os.path.join(www, f))]
+    for d, _, files in os.walk(www):
+        for f in files:
+            path = os.path.join(d, f)
+            name = os.path.relpath(path, www)
+            if f.startswith("demo"):
+                problems.append(f"{name}: the demo page")
+            with open(path, "rb") as fh:
+                if re.search(rb"sk_test_|sk_live_", fh.read()):
+                    problems.append(f"{name}: carries an API key")
+    R.record("/usr/share/idem/www: problem pages and policy, no demo page "
+             "or demo keys", problems)
 
 
 def unit_command(root, unit):
@@ -285,48 +358,104 @@ def unit_command(root, unit):
     return argv, env, unit.get("User")
 
 
-def start_unit(root, udir):
-    """What systemd does for idem-fcgi.service: its runtime directory, its
-    environment file, its ExecStart= (Type=forking: it returns once the
-    workers run).  Returns the workers' socket, or None."""
-    unit = parse_unit(root.read(f"{udir}/idem-fcgi.service"))
-    rundir = "/run/" + unit.get("RuntimeDirectory", "idem")
-    os.makedirs(root.at(rundir))
-    os.chmod(root.at(rundir), int(unit.get("RuntimeDirectoryMode", "0755"), 8))
-    argv, env, user = unit_command(root, unit)
-    # A file, not a pipe: the workers outlive the command.
-    with open(root.at("/tmp/execstart.out"), "w+") as out:
-        p = root.run(argv, user=user, env=env, stdout=out)
-        out.seek(0)
-        p.stdout = out.read()
-    if not check(f"ExecStart of idem-fcgi.service: {argv[0]} ... {argv[-1]}", p):
+def account_ids(root, user, group):
+    """The uid of user and gid of group in the scratch root."""
+    uid = root.run(["id", "-u", user]).stdout.strip()
+    gid = root.run(["getent", "group", group]).stdout.strip().split(":")
+    return int(uid), int(gid[2])
+
+
+def make_socket(root, name, sock_unit):
+    """What systemd does for a .socket unit with ListenStream= a path and
+    Accept=no: the directory, the listening socket with its owner, group
+    and mode.  Returns the socket and its path inside the root."""
+    path = sock_unit["ListenStream"]
+    os.makedirs(root.at(os.path.dirname(path)), exist_ok=True)
+    os.chmod(root.at(os.path.dirname(path)),
+             int(sock_unit.get("DirectoryMode", "0755"), 8))
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(root.at(path))
+    uid, gid = account_ids(root, sock_unit.get("SocketUser", "root"),
+                           sock_unit.get("SocketGroup", "root"))
+    os.chown(root.at(path), uid, gid)
+    os.chmod(root.at(path), int(sock_unit.get("SocketMode", "0666"), 8))
+    s.listen(128)
+    return s, path
+
+
+def start_unit(root, udir, name, journal):
+    """What systemd does for NAME.socket and NAME.service on the first
+    connection: the socket, the state directory, the service's ExecStart=
+    as its User= with its environment, UMask=, the socket on standard
+    input (StandardInput=socket) and standard output and error on the
+    journal.  Returns (the process, the socket's path), or None."""
+    sock_unit = parse_unit(root.read(f"{udir}/{name}.socket"), "[Socket]")
+    unit = parse_unit(root.read(f"{udir}/{name}.service"))
+    problems = []
+    if sock_unit.get("Accept", "no") != "no":
+        problems.append(f"{name}.socket: Accept={sock_unit['Accept']}")
+    if unit.get("StandardInput") != "socket":
+        problems.append(f"{name}.service: StandardInput={unit.get('StandardInput')}")
+    if unit.get("StandardOutput") != "journal":
+        problems.append(f"{name}.service: StandardOutput={unit.get('StandardOutput')}")
+    if problems:
+        R.fail(f"{name}: socket-activated", "\n".join(problems))
         return None
-    sock = re.search(r"-s\s+(\S+)", unit["ExecStart"])
-    return sock.group(1) if sock else None
+    listener, path = make_socket(root, name, sock_unit)
+    user = unit.get("User")
+    state = unit.get("StateDirectory")
+    if state:
+        d = root.at("/var/lib/" + state)
+        os.makedirs(d, exist_ok=True)
+        os.chown(d, *account_ids(root, user, unit.get("Group", user)))
+        os.chmod(d, int(unit.get("StateDirectoryMode", "0755"), 8))
+    env = {}
+    for assign in shlex.split(unit.get("Environment", "")):
+        k, v = assign.split("=", 1)
+        env[k] = v
+    argv, files_env, _ = unit_command(root, unit)
+    env.update(files_env)
+    log = journal.stream(unit.get("SyslogIdentifier", name))
+    umask = int(unit.get("UMask", "0022"), 8)
+    cmd = ["chroot", f"--userspec={user}:{unit.get('Group', user)}",
+           root.path, "env", "-i", f"PATH={PATH}"]
+    cmd += [f"{k}={v}" for k, v in env.items()]
+    proc = subprocess.Popen(cmd + argv, stdin=listener.fileno(), stdout=log,
+                            stderr=log, preexec_fn=lambda: os.umask(umask))
+    listener.close()
+    log.close()
+    R.ok(f"{name}.socket made ({sock_unit.get('SocketUser', 'root')}:"
+         f"{sock_unit.get('SocketGroup', 'root')} {sock_unit.get('SocketMode')}), "
+         f"{name}.service started on it as {user}: {' '.join(argv)}")
+    return proc, path
 
 
-def start_lighttpd(root, sock):
-    """lighttpd as the installed example configures it, in the chroot."""
-    conf = root.at("/tmp/lighttpd/lighttpd.conf")
-    os.makedirs(os.path.dirname(conf))
-    text = root.read("/usr/share/doc/idem/examples/lighttpd/idem-external.conf")
+def start_lighttpd(root, example, sock, probe, title):
+    """lighttpd as the installed example configures it, in the chroot,
+    reaching sock; (the process, its port) once probe (a path) answers
+    200, else (the process, None)."""
+    base = os.path.splitext(example)[0]
+    conf = root.at(f"/tmp/{base}/lighttpd.conf")
+    os.makedirs(os.path.dirname(conf) + "/provider-www")
+    text = root.read(f"/usr/share/doc/idem/examples/lighttpd/{example}")
     with open(conf + ".in", "w") as f:
-        f.write(text.replace("@ROOT@/idem-fcgi.sock", sock))
+        f.write(text.replace(f"@ROOT@/{os.path.basename(sock)}", sock))
     # lighttpd opens its log after it has become www-data.
-    root.run(["chown", "www-data:www-data", "/tmp/lighttpd"])
+    root.run(["chown", "-R", "www-data:www-data", f"/tmp/{base}"])
     port = free_port()
-    render(conf + ".in", {"PORT": port, "ROOT": "/tmp/lighttpd",
+    render(conf + ".in", {"PORT": port, "PROVIDER_PORT": port,
+                          "ROOT": f"/tmp/{base}",
                           "WWW": "/usr/share/idem/www", "USER": "www-data",
                           "GROUP": "www-data"}, conf)
     proc = subprocess.Popen(["chroot", root.path, "lighttpd", "-D", "-f",
-                             "/tmp/lighttpd/lighttpd.conf"],
+                             f"/tmp/{base}/lighttpd.conf"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)
     end = time.monotonic() + 30
     while time.monotonic() < end:
         try:
-            if http_request(port, "GET", "/healthz").status == 200:
-                R.ok("lighttpd + the packaged workers: GET /healthz 200")
+            if http_request(port, "GET", probe).status == 200:
+                R.ok(f"{title}: GET {probe} 200")
                 return proc, port
         except OSError:
             pass
@@ -336,9 +465,10 @@ def start_lighttpd(root, sock):
     if proc.poll() is None:
         proc.terminate()
     why = proc.communicate(timeout=10)[1]
-    if os.path.exists(root.at("/tmp/lighttpd/lighttpd-error.log")):
-        why += root.read("/tmp/lighttpd/lighttpd-error.log")
-    R.fail("lighttpd + the packaged workers: GET /healthz 200", why)
+    for log in glob.glob(root.at(f"/tmp/{base}/*error.log")):
+        with open(log, errors="replace") as f:
+            why += f.read()
+    R.fail(f"{title}: GET {probe} 200", why)
     return proc, None
 
 
@@ -406,24 +536,27 @@ def oneshots(root, udir, units):
 
 def check_log(journal):
     text = journal.text()
-    if "idem-fcgi" in text and re.search(r"POST /payments 201", text):
-        R.ok("request log reaches the journal through systemd-cat")
+    if "idem-fcgi\n" in text and re.search(r"POST /payments 201", text):
+        R.ok("request log reaches the journal (StandardError=journal)")
     else:
-        R.fail("request log reaches the journal through systemd-cat",
+        R.fail("request log reaches the journal (StandardError=journal)",
                text[-1500:] or "nothing received")
 
 
-def stop_workers(root):
-    workers = pids_of_exe(root.at("/usr/bin/idem-fcgi"))
-    if len(workers) < 1:
-        R.fail("workers stop on SIGTERM", "no idem-fcgi process found")
+def stop_service(name, proc):
+    """What systemctl stop does: SIGTERM to the main process, which
+    exits; still there after TimeoutStopSec= (30 s here) is a failure."""
+    if proc.poll() is not None:
+        R.fail(f"{name} stops on SIGTERM", f"it had ended: exit {proc.returncode}")
         return
-    kill_pids(workers, signal.SIGTERM)
-    if wait_gone(workers, 30):
-        R.ok(f"{len(workers)} workers stop on SIGTERM")
-    else:
-        R.fail(f"{len(workers)} workers stop on SIGTERM", "still running after 30 s")
-        kill_pids(workers, signal.SIGKILL)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(DEADLINE.timeout(30))
+        R.ok(f"{name} stops on SIGTERM")
+    except subprocess.TimeoutExpired:
+        R.fail(f"{name} stops on SIGTERM", "still running after 30 s")
+        proc.kill()
+        proc.wait()
 
 
 LIB_PROGRAM = r"""
@@ -485,8 +618,9 @@ def purge(root, names):
     if not check("dpkg --purge " + " ".join(names), p):
         return
     problems = [f"{f} left" for f in
-                ("/usr/bin/idem-fcgi", "/usr/bin/idemctl",
-                 "/etc/idem/idem.env", "/usr/include/idem.h")
+                ("/usr/sbin/idem-fcgi", "/usr/sbin/idem-provider",
+                 "/usr/bin/idemctl", "/etc/idem/idem.env",
+                 "/usr/include/idem.h")
                 if os.path.lexists(root.at(f))]
     if not os.path.isdir(root.at("/var/lib/idem/db")):
         problems.append("/var/lib/idem/db (the payments) removed")
@@ -505,9 +639,10 @@ def main():
     root = Root(a.work)
     if not install(root, a.debs):
         return
-    lighttpd = None
+    servers = []
     try:
         check_account(root)
+        check_www(root)
         env = check_config(root)
         if env.get("IDEM_PROVIDER") or env.get("IDEM_PROVIDER_URL"):
             R.fail("idem.env names no provider: the operator chooses one",
@@ -515,12 +650,9 @@ def main():
                        env.get("IDEM_PROVIDER"), env.get("IDEM_PROVIDER_URL")))
         else:
             R.ok("idem.env names no provider: the operator chooses one")
-        # As an operator without a provider service would: the simulated
-        # one, named, since nothing charges without being told where.
-        with open(root.at("/etc/idem/idem.env"), "a") as f:
-            f.write("IDEM_PROVIDER=simulated\n")
-        env["IDEM_PROVIDER"] = "simulated"
         udir, units = check_units(root, a.srcdir) or (None, [])
+        if udir:
+            check_security(root, udir, units)
         digest = root.run(["idemctl", "hash-key", SECRET]).stdout.strip()
         if digest == hashlib.sha256(SECRET.encode()).hexdigest():
             R.ok("idemctl hash-key: the keys file's digest")
@@ -529,19 +661,39 @@ def main():
         with open(root.at(env.get("IDEM_KEYS_FILE", "/etc/idem/keys")), "a") as f:
             f.write(f"{ACCOUNT} {digest}\n")
         journal = Journal(root)
-        sock = start_unit(root, udir) if udir else None
-        if sock:
-            lighttpd, port = start_lighttpd(root, sock)
+        # The provider service as its units start it, behind lighttpd as
+        # the installed example has it; the workers charge it.
+        provider = start_unit(root, udir, "idem-provider", journal) \
+            if udir else None
+        if provider:
+            web, pport = start_lighttpd(root, "idem-provider.conf",
+                                        provider[1], "/stats",
+                                        "lighttpd + the packaged provider")
+            servers.append(web)
+            if pport:
+                url = f"http://127.0.0.1:{pport}"
+                with open(root.at("/etc/idem/idem.env"), "a") as f:
+                    f.write(f"IDEM_PROVIDER=service\nIDEM_PROVIDER_URL={url}\n")
+                env.update(IDEM_PROVIDER="service", IDEM_PROVIDER_URL=url)
+        fcgi = start_unit(root, udir, "idem-fcgi", journal) \
+            if env.get("IDEM_PROVIDER") else None
+        if fcgi:
+            web, port = start_lighttpd(root, "idem-external.conf", fcgi[1],
+                                       "/healthz",
+                                       "lighttpd + the packaged workers")
+            servers.append(web)
             if port:
                 payments(root, port, env)
                 check_log(journal)
                 oneshots(root, udir, units)
-            stop_workers(root)
+            stop_service("idem-fcgi.service", fcgi[0])
+        if provider:
+            stop_service("idem-provider.service", provider[0])
         library(root)
     finally:
-        if lighttpd:
-            lighttpd.terminate()
-            lighttpd.wait(10)
+        for web in servers:
+            web.terminate()
+            web.wait(10)
     purge(root, ["idem", "libidem-dev", "libidem1"])
 
 

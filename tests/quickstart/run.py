@@ -5,7 +5,7 @@ untouched.
 
     python3 tests/quickstart/run.py --build BUILD_DIR [--keep]
 
-Two scratch checkouts, each the quickstart script, etc/ and www/ of the
+Two scratch checkouts, each the quickstart script, etc/, www/ and demo/ of the
 source tree and a build/ that holds BUILD_DIR's idem-fcgi, idemctl and
 idem-provider behind a Makefile with nothing to do (so quickstart's build
 step is a no-op), with a dpkg-query on PATH that says every package is
@@ -51,7 +51,7 @@ def scratch_checkout(build, base):
     root = tempfile.mkdtemp(prefix="idem-quickstart-", dir=base)
     os.chmod(root, 0o755)
     shutil.copy2(os.path.join(SRC, "quickstart"), root)
-    for d in ("etc", "www"):
+    for d in ("etc", "www", "demo"):
         shutil.copytree(os.path.join(SRC, d), os.path.join(root, d))
     # build(): configure executable and newer than configure.ac (absent),
     # build/config.status no older than it, configured with no options.
@@ -82,9 +82,10 @@ def quickstart_env(tools, **ports):
     return env
 
 
-def healthz(port):
+def healthz(port, path="/healthz"):
+    """The status of GET path (by default /healthz), or why none came."""
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz",
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}",
                                     timeout=5) as r:
             return r.status
     except urllib.error.HTTPError as e:
@@ -231,6 +232,14 @@ def main():
                        [why] if why else [])
         if why:
             return RESULTS.summary("quickstart")
+        # The web root serve makes: the package's pages (www/) and the
+        # demo (demo/), which the package does not carry.
+        pages = {p: healthz(a_port, p) for p in
+                 ("/", "/demo.html", "/demo.js", "/policy.html",
+                  "/problems/key-reused.html")}
+        RESULTS.record("serve's web root: the demo page beside www/'s pages",
+                       [f"GET {p}: {st}" for p, st in pages.items()
+                        if st != 200])
         a_workers = pids_in(one)["spawn-fcgi.pid"]
         note(f"first instance: quickstart {a.p.pid}, workers {a_workers}")
         cases = [
