@@ -630,7 +630,7 @@ def test_systemd_units(e):
     would, pass systemd-analyze verify without a word."""
     exe = shutil.which("systemd-analyze")
     expect(exe is not None, "systemd-analyze is missing (Debian package "
-           "systemd, in quickstart's PACKAGES)")
+           "systemd, in quickstart's CHECK_PACKAGES)")
     src = os.path.join(REPO, "etc", "systemd")
     names = sorted(f for f in os.listdir(src)
                    if f.endswith((".service", ".socket", ".timer")))

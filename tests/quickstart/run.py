@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """./quickstart serve while another one runs: refused, and the first
-untouched.
+untouched; and what each command installs.
 
     python3 tests/quickstart/run.py --build BUILD_DIR [--keep]
 
@@ -18,6 +18,10 @@ without serving; after each, A must still answer GET /healthz with 200
 from the same workers.  Then A is stopped by its pid (SIGTERM; its
 servers and workers must then be gone), and a serve in its checkout starts
 again: the claim ended with the run.
+
+First, "./quickstart packages COMMAND": serve's list has none of the test
+suites' tools (Apache, nginx, Chromium, clang, valgrind, lintian) nor
+PostgreSQL and Patroni, serve-cluster's has those two, check's all.
 
 Every process is stopped by pid: A by SIGTERM to its quickstart, and
 whatever of it is left by the pids in its pid files.  The last line is
@@ -44,6 +48,49 @@ from lib.servers import temp_base  # noqa: E402
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = Results("quickstart ")
 PROGRAMS = ("idem-fcgi", "idemctl", "idem-provider")
+# What only the test suites use: serve must not install any of these, and
+# serve-cluster only its database (PostgreSQL under Patroni).
+TEST_ONLY = ("apache2", "nginx-light", "chromium", "clang", "valgrind",
+             "lintian")
+CLUSTER_ONLY = ("postgresql", "patroni")
+
+
+def packages(command):
+    """The Debian packages "./quickstart packages COMMAND" names, or why
+    there are none."""
+    r = subprocess.run([os.path.join(SRC, "quickstart"), "packages", command],
+                       stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, timeout=DEADLINE.timeout(30))
+    if r.returncode != 0:
+        return None, f"exit {r.returncode}: {(r.stdout + r.stderr).strip()[-400:]!r}"
+    return r.stdout.split(), None
+
+
+def check_packages():
+    """Each command installs what it runs: serve neither the test tools
+    nor the cluster's database, serve-cluster the database and not the
+    test tools, check everything."""
+    got = {}
+    for command in ("serve", "serve-cluster", "check"):
+        got[command], why = packages(command)
+        if why:
+            RESULTS.record(f"./quickstart packages {command}", [why])
+    if got["serve"] is not None:
+        RESULTS.record("serve installs neither the test tools nor PostgreSQL",
+                       [f"serve installs {p}" for p in TEST_ONLY + CLUSTER_ONLY
+                        if p in got["serve"]] +
+                       [f"serve lacks {p}" for p in ("lighttpd", "spawn-fcgi", "curl")
+                        if p not in got["serve"]])
+    if got["serve-cluster"] is not None:
+        RESULTS.record("serve-cluster installs PostgreSQL and Patroni, no test tools",
+                       [f"serve-cluster lacks {p}" for p in CLUSTER_ONLY
+                        if p not in got["serve-cluster"]] +
+                       [f"serve-cluster installs {p}" for p in TEST_ONLY
+                        if p in got["serve-cluster"]])
+    if got["check"] is not None:
+        RESULTS.record("check installs everything",
+                       [f"check lacks {p}" for p in TEST_ONLY + CLUSTER_ONLY
+                        if p not in got["check"]])
 
 
 def scratch_checkout(build, base):
@@ -198,13 +245,14 @@ def main():
     args = ap.parse_args()
     DEADLINE.reset(args.deadline)
     build = os.path.abspath(args.build)
+    check_packages()
     for p in PROGRAMS:
         if not os.access(os.path.join(build, p), os.X_OK):
-            print(f"FAIL - quickstart setup: {build}/{p} missing")
+            RESULTS.record("setup", [f"{build}/{p} missing"])
             return RESULTS.summary("quickstart") or 1
     for tool in ("lighttpd", "spawn-fcgi", "curl", "flock"):
         if shutil.which(tool) is None:
-            print(f"FAIL - quickstart setup: no {tool}")
+            RESULTS.record("setup", [f"no {tool}"])
             return RESULTS.summary("quickstart") or 1
 
     base = temp_base()
