@@ -7,8 +7,8 @@ untouched; and what each command installs.
 
 Two scratch checkouts, each the quickstart script, etc/, www/ and demo/ of the
 source tree and a build/ that holds BUILD_DIR's idem-fcgi, idemctl and
-idem-provider behind a Makefile with nothing to do (so quickstart's build
-step is a no-op), with a dpkg-query on PATH that says every package is
+idem-provider behind a Makefile that only says it compiles two files (so
+quickstart's build step builds nothing), with a dpkg-query on PATH that says every package is
 installed.  One "./quickstart serve" (A) serves from the first on two free
 ports; then, one after another, a second serve from the same checkout on
 the same ports, on other ports (the state directory is A's), from the
@@ -21,7 +21,9 @@ again: the claim ended with the run.
 
 First, "./quickstart packages COMMAND": serve's list has none of the test
 suites' tools (Apache, nginx, Chromium, clang, valgrind, lintian) nor
-PostgreSQL and Patroni, serve-cluster's has those two, check's all.
+PostgreSQL and Patroni, serve-cluster's has those two, check's all.  The
+first serve says its build is the first and prints a dot a file compiled;
+the last one's build is not called the first.
 
 Every process is stopped by pid: A by SIGTERM to its quickstart, and
 whatever of it is left by the pids in its pid files.  The last line is
@@ -105,7 +107,8 @@ def scratch_checkout(build, base):
     stub(os.path.join(root, "configure"), "exit 1\n")
     os.makedirs(os.path.join(root, "build"))
     with open(os.path.join(root, "build", "Makefile"), "w") as f:
-        f.write("all:\n\t@:\n")
+        # Two files "compiled", in make's silent rules' words.
+        f.write("all:\n\t@echo '  CC       src/a.lo'; echo '  CCLD     idem-fcgi'\n")
     with open(os.path.join(root, "build", "config.status"), "w") as f:
         f.write("")
     with open(os.path.join(root, "build", ".configured-with"), "w") as f:
@@ -280,6 +283,10 @@ def main():
                        [why] if why else [])
         if why:
             return RESULTS.summary("quickstart")
+        out = a.output()
+        RESULTS.record("the first build says so and shows a dot a file",
+                       [] if "(the first build" in out and "\n.. (2 compiled" in out
+                       else [f"output: {out[:600]!r}"])
         # The web root serve makes: the package's pages (www/) and the
         # demo (demo/), which the package does not carry.
         pages = {p: healthz(a_port, p) for p in
@@ -322,6 +329,10 @@ def main():
         why = a.wait_serving(a_port, 90)
         RESULTS.record("serve again in the same checkout once the first stopped",
                        [why] if why else [])
+        out = a.output()
+        RESULTS.record("a later build is not called the first",
+                       [] if "make build" in out and "first build" not in out
+                       else [f"output: {out[:600]!r}"])
     finally:
         if a is not None:
             a.stop()
