@@ -443,23 +443,28 @@ struct app_log_info {
 };
 
 /*
- * One line per request on stderr (the web server's error log).  The key
- * appears only as its keyhash (keyhash.h), never in the clear; every
- * field taken from the request is escaped.  The line is made on the
- * stack and written with one write(2), so that threads share no stdio
- * lock and lines from many threads and workers never interleave.
+ * One line per request on stderr (the web server's error log), starting
+ * with when it ended (RFC 3339 in UTC, to the millisecond) so that a
+ * file or a journal without its own stamps still orders and dates it,
+ * and naming the account.  The key appears only as its keyhash
+ * (keyhash.h), never in the clear; every field taken from the request
+ * is escaped.  The line is made on the stack and written with one
+ * write(2), so that threads share no stdio lock and lines from many
+ * threads and workers never interleave.
  */
 static void
 app_log_text(const struct app_log_info *li, const struct request *req,
     const struct response *resp)
 {
-	char field[4 * APP_LOG_FIELD + 4];
-	char line[3 * sizeof(field) + KEYHASH_HEX + REQ_ID_MAX + 128];
+	char field[4 * APP_LOG_FIELD + 4], when[64];
+	char line[4 * sizeof(field) + KEYHASH_HEX + REQ_ID_MAX + 192];
 	const char *end = line + sizeof(line) - 1;
 	const struct pay_note *note = li->note;
 	char *p = line;
 
-	p = app_put(p, end, "idem: ");
+	pay_time(li->now_ms, when);
+	p = app_put(p, end, when);
+	p = app_put(p, end, " idem: ");
 	p = app_put(p, end, app_log_field(req->remote_addr, field));
 	p = app_put(p, end, " ");
 	p = app_put(p, end, app_log_field(req->method, field));
@@ -467,6 +472,8 @@ app_log_text(const struct app_log_info *li, const struct request *req,
 	p = app_put(p, end, app_log_field(req->path, field));
 	p = app_put(p, end, " ");
 	p = app_put_num(p, end, resp->status);
+	p = app_put(p, end, " account=");
+	p = app_put(p, end, app_log_field(note->account, field));
 	p = app_put(p, end, " key=");
 	p = app_put(p, end, note->keyhash[0] != '\0' ? note->keyhash : "-");
 	p = app_put(p, end, " outcome=");
