@@ -66,6 +66,7 @@ SHAPES = {
     "ch": r"ch_[0-9a-f]{24}",
     "time": r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z",
     "hex16": r"[0-9a-f]{16}",
+    "req": r"req_[0-9a-f]{24}",
     "hex": r"[0-9a-f]+",
     "int": r"[0-9]+",
     "text": r"[^\"]+",
