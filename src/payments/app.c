@@ -563,7 +563,9 @@ app_count(int status, uint64_t ms)
 		metrics_inc(METRIC_RESPONSES_5XX);
 	else if (status >= 400)
 		metrics_inc(METRIC_RESPONSES_4XX);
-	else if (status >= 200 && status < 300)
+	else if (status >= 300)
+		metrics_inc(METRIC_RESPONSES_3XX);
+	else if (status >= 200)
 		metrics_inc(METRIC_RESPONSES_2XX);
 	metrics_observe_ms(ms);
 }
