@@ -19,24 +19,33 @@
 #include "err.h"
 #include "options.h"
 #include "problem.h"
+#include "request.h"
 #include "seal.h"
 #include "server.h"
 #include "store.h"
 
 /*
  * Refuses to serve with a broken configuration.  The reason goes to the
- * log; a CGI client gets a 500 problem that does not leak it.
+ * log; a CGI client gets a 500 problem that does not leak it, with a
+ * Request-Id (the web server's, or one made up) that the log line names.
  */
 static int
 fail(const char *why)
 {
 	struct response resp;
+	char made[REQ_ID_MADE + 1];
+	const char *rid = req_id(getenv("HTTP_X_REQUEST_ID"), made);
 
-	fprintf(stderr, "idem-fcgi: %s\n", why);
 	resp_init(&resp);
 	problem_build(&resp, PROBLEM_INTERNAL, "The service is not configured "
 	    "correctly; nothing was done.  Retry later.");
-	server_fail(&resp);
+	resp_header(&resp, "Cache-Control", "no-store");
+	resp_header(&resp, "Request-Id", "%s", rid);
+	if (server_fail(&resp))
+		fprintf(stderr, "idem-fcgi: %s; answered 500 rid=%s\n", why,
+		    rid);
+	else
+		fprintf(stderr, "idem-fcgi: %s\n", why);
 	resp_free(&resp);
 	return 1;
 }

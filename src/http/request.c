@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "crypto.h"
 #include "idem.h"
 #include "request.h"
 
@@ -191,9 +192,9 @@ req_put_opt(char **p, const char *s)
 }
 
 /*
- * A request id is only ever logged: one that could not be quoted as it is
- * (too long, or holding a byte outside printable ASCII, a space, a quote
- * or a backslash) is dropped, and the log makes up its own.
+ * A request id is sent back (Request-Id) and logged: one that could not be
+ * quoted as it is (too long, or holding a byte outside printable ASCII, a
+ * space, a quote or a backslash) is dropped, and req_id makes one up.
  */
 static int
 req_id_ok(const char *s)
@@ -410,4 +411,17 @@ req_free(struct request *r)
 	free(r->strings);
 	buf_free(&r->body);
 	memset(r, 0, sizeof(*r));
+}
+
+const char *
+req_id(const char *given, char made[REQ_ID_MADE + 1])
+{
+	uint8_t rnd[(REQ_ID_MADE - 4) / 2];
+
+	if (given != NULL && req_id_ok(given))
+		return given;
+	crypto_random(rnd, sizeof(rnd));
+	memcpy(made, "req_", 4);
+	crypto_hex(rnd, sizeof(rnd), made + 4);
+	return made;
 }

@@ -20,6 +20,8 @@ typedef long (*req_read_fn)(void *ctx, void *buf, size_t len);
 
 /* The longest X-Request-Id kept; a longer one is ignored. */
 #define REQ_ID_MAX 128
+/* Characters of a request id made up here: "req_" and 24 hex digits. */
+#define REQ_ID_MADE 28
 
 struct request {
 	char *method;          /* REQUEST_METHOD */
@@ -97,6 +99,15 @@ void req_free(struct request *r);
  * decimal digits, nothing else.  Returns 0 and sets *len, or -1.
  */
 int req_parse_length(const char *s, size_t *len);
+
+/*
+ * The id a request is answered (Request-Id) and logged under: given, the
+ * web server's X-Request-Id, when it is 1 to REQ_ID_MAX printable ASCII
+ * characters other than space, '"' and '\\' (as request_id above keeps
+ * it); otherwise "req_" and 96 random bits in hexadecimal, written to
+ * made.  Returns given or made; given may be NULL.
+ */
+const char *req_id(const char *given, char made[REQ_ID_MADE + 1]);
 
 /* 1 when the media type (parameters ignored) is application/json or *+json. */
 int req_is_json(const char *content_type);

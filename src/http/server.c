@@ -177,11 +177,13 @@ server_one(const struct server_config *cfg, server_handler_fn fn, void *app,
 	req_recycle(req);
 }
 
-void
+int
 server_fail(const struct response *resp)
 {
-	if (FCGX_IsCGI())
-		resp_write(resp, cgi_write, NULL);
+	if (!FCGX_IsCGI())
+		return 0;
+	resp_write(resp, cgi_write, NULL);
+	return 1;
 }
 
 /* One thread of the pool. */

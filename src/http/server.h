@@ -36,10 +36,11 @@ int server_run(const struct server_config *cfg, server_handler_fn fn,
 
 /*
  * For a start-up failure: run as CGI, answers the one request with resp so
- * the client gets a problem instead of the web server's error page; under
- * FastCGI does nothing (the process manager logs the worker's exit).
+ * the client gets a problem instead of the web server's error page, and
+ * returns 1; under FastCGI does nothing (the process manager logs the
+ * worker's exit) and returns 0.
  */
-void server_fail(const struct response *resp);
+int server_fail(const struct response *resp);
 
 /* 1 once a shutdown signal arrived. */
 int server_stopping(void);

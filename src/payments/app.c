@@ -14,7 +14,6 @@
 #include "app.h"
 #include "auth.h"
 #include "buf.h"
-#include "crypto.h"
 #include "fault.h"
 #include "handlers.h"
 #include "idem.h"
@@ -443,23 +442,28 @@ struct app_log_info {
 };
 
 /*
- * One line per request on stderr (the web server's error log).  The key
- * appears only as its keyhash (keyhash.h), never in the clear; every
- * field taken from the request is escaped.  The line is made on the
- * stack and written with one write(2), so that threads share no stdio
- * lock and lines from many threads and workers never interleave.
+ * One line per request on stderr (the web server's error log), starting
+ * with when it ended (RFC 3339 in UTC, to the millisecond) so that a
+ * file or a journal without its own stamps still orders and dates it,
+ * and naming the account.  The key appears only as its keyhash
+ * (keyhash.h), never in the clear; every field taken from the request
+ * is escaped.  The line is made on the stack and written with one
+ * write(2), so that threads share no stdio lock and lines from many
+ * threads and workers never interleave.
  */
 static void
 app_log_text(const struct app_log_info *li, const struct request *req,
     const struct response *resp)
 {
-	char field[4 * APP_LOG_FIELD + 4];
-	char line[3 * sizeof(field) + KEYHASH_HEX + REQ_ID_MAX + 128];
+	char field[4 * APP_LOG_FIELD + 4], when[64];
+	char line[4 * sizeof(field) + KEYHASH_HEX + REQ_ID_MAX + 192];
 	const char *end = line + sizeof(line) - 1;
 	const struct pay_note *note = li->note;
 	char *p = line;
 
-	p = app_put(p, end, "idem: ");
+	pay_time(li->now_ms, when);
+	p = app_put(p, end, when);
+	p = app_put(p, end, " idem: ");
 	p = app_put(p, end, app_log_field(req->remote_addr, field));
 	p = app_put(p, end, " ");
 	p = app_put(p, end, app_log_field(req->method, field));
@@ -467,6 +471,8 @@ app_log_text(const struct app_log_info *li, const struct request *req,
 	p = app_put(p, end, app_log_field(req->path, field));
 	p = app_put(p, end, " ");
 	p = app_put_num(p, end, resp->status);
+	p = app_put(p, end, " account=");
+	p = app_put(p, end, app_log_field(note->account, field));
 	p = app_put(p, end, " key=");
 	p = app_put(p, end, note->keyhash[0] != '\0' ? note->keyhash : "-");
 	p = app_put(p, end, " outcome=");
@@ -531,25 +537,18 @@ app_log_json(const struct app_log_info *li, const struct request *req,
 }
 
 /*
- * The request's line, with the web server's request id (X-Request-Id)
- * when it sent one, so that its access log and ours can be joined;
- * otherwise an id made up here, unique enough to tell lines apart.
+ * The request's line, under the id its answer carries (Request-Id): the
+ * web server's (X-Request-Id) when it sent one, so that its access log
+ * and ours can be joined, else one made up for the request (req_id).
  */
 static void
 app_log(const struct app *a, const struct pay_note *note,
     const struct request *req, const struct response *resp,
-    uint64_t start_us)
+    const char *request_id, uint64_t start_us)
 {
-	struct app_log_info li = { note, req->request_id, clock_now_ms(),
+	struct app_log_info li = { note, request_id, clock_now_ms(),
 	    metrics_now_us() - start_us };
-	char made[2 * 16 + 1];
-	uint8_t rnd[16];
 
-	if (li.request_id == NULL) {
-		crypto_random(rnd, sizeof(rnd));
-		crypto_hex(rnd, sizeof(rnd), made);
-		li.request_id = made;
-	}
 	if (a->cfg.log_format == CONFIG_LOG_JSON)
 		app_log_json(&li, req, resp);
 	else
@@ -564,7 +563,9 @@ app_count(int status, uint64_t ms)
 		metrics_inc(METRIC_RESPONSES_5XX);
 	else if (status >= 400)
 		metrics_inc(METRIC_RESPONSES_4XX);
-	else if (status >= 200 && status < 300)
+	else if (status >= 300)
+		metrics_inc(METRIC_RESPONSES_3XX);
+	else if (status >= 200)
 		metrics_inc(METRIC_RESPONSES_2XX);
 	metrics_observe_ms(ms);
 }
@@ -576,6 +577,8 @@ app_handle(void *app, enum req_status st, const struct request *req,
 	struct app *a = app;
 	struct pay_note note;
 	uint64_t start = clock_now_ms(), start_us = metrics_now_us(), ms;
+	char made[REQ_ID_MADE + 1];
+	const char *rid = req_id(req->request_id, made);
 
 	memset(&note, 0, sizeof(note));
 	if (st == REQ_BAD_METHOD || st == REQ_NOMEM || req->path == NULL)
@@ -584,8 +587,13 @@ app_handle(void *app, enum req_status st, const struct request *req,
 		app_route(a, &note, st, req, resp);
 	/* Payment data is never to be kept by caches on the way. */
 	resp_header(resp, "Cache-Control", "no-store");
+	/*
+	 * Added after the handler, so never stored with an answer: a replay
+	 * carries its own request's id, the one its log line has.
+	 */
+	resp_header(resp, "Request-Id", "%s", rid);
 	resp->head = req->method != NULL && strcmp(req->method, "HEAD") == 0;
 	ms = clock_now_ms() - start;
 	app_count(resp->status, ms);
-	app_log(a, &note, req, resp, start_us);
+	app_log(a, &note, req, resp, rid, start_us);
 }

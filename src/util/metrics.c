@@ -12,12 +12,13 @@
 #include "idem.h"
 #include "metrics.h"
 
-#define METRICS_MAGIC 0x6964656d6d657435ULL /* "idemmet5" */
+#define METRICS_MAGIC 0x6964656d6d657436ULL /* "idemmet6" */
 #define METRICS_FILE "metrics"
 
 #define METRICS_RESUMES_HELP "Stuck claims the completer ended " \
 	"(completed: answer stored; released: the provider was never " \
 	"called) or left for its next run."
+#define METRICS_RESPONSES_HELP "Responses by status class."
 #define METRICS_REPLAY_CACHE_HELP "Keyed requests looked up in the " \
 	"replay cache: hit, answered from memory; miss, read from the store."
 
@@ -49,12 +50,14 @@ static const struct {
 } metrics_names[METRIC__MAX] = {
 	[METRIC_REQUESTS] = { "idem_requests_total",
 	    "Requests answered.", NULL },
-	[METRIC_RESPONSES_2XX] = { "idem_responses_2xx_total",
-	    "Responses with a 2xx status.", NULL },
-	[METRIC_RESPONSES_4XX] = { "idem_responses_4xx_total",
-	    "Responses with a 4xx status.", NULL },
-	[METRIC_RESPONSES_5XX] = { "idem_responses_5xx_total",
-	    "Responses with a 5xx status.", NULL },
+	[METRIC_RESPONSES_2XX] = { "idem_responses_total",
+	    METRICS_RESPONSES_HELP, "code=\"2xx\"" },
+	[METRIC_RESPONSES_3XX] = { "idem_responses_total",
+	    METRICS_RESPONSES_HELP, "code=\"3xx\"" },
+	[METRIC_RESPONSES_4XX] = { "idem_responses_total",
+	    METRICS_RESPONSES_HELP, "code=\"4xx\"" },
+	[METRIC_RESPONSES_5XX] = { "idem_responses_total",
+	    METRICS_RESPONSES_HELP, "code=\"5xx\"" },
 	[METRIC_CLAIMS] = { "idem_claims_total",
 	    "Keys claimed afresh.", NULL },
 	[METRIC_TAKEOVERS] = { "idem_takeovers_total",
@@ -116,6 +119,8 @@ static const struct {
 };
 
 static struct metrics_file *metrics_map;
+
+static int metrics_render_counters(struct buf *out);
 
 /* Counters of microseconds, rendered in seconds. */
 static int
@@ -256,15 +261,41 @@ metrics_load(const uint64_t *p)
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
+/*
+ * The build, as Prometheus exporters name theirs: a gauge of 1 whose
+ * label carries the version, so that a dashboard can tell which
+ * release answered (and see an upgrade roll through the workers).
+ */
+static int
+metrics_render_build(struct buf *out)
+{
+	return buf_printf(out, "# HELP idem_build_info The idem release "
+	    "serving, in its version label; always 1.\n"
+	    "# TYPE idem_build_info gauge\n"
+	    "idem_build_info{version=\"%s\"} 1\n", PACKAGE_VERSION);
+}
+
 int
 metrics_render(struct buf *out)
+{
+	int rc;
+
+	if (metrics_map != NULL && (rc = metrics_render_counters(out)) !=
+	    IDEM_OK)
+		return rc;
+	if ((rc = metrics_render_build(out)) != IDEM_OK)
+		return rc;
+	return metrics_render_process(out, "/proc");
+}
+
+/* The shared counters and the latency histogram. */
+static int
+metrics_render_counters(struct buf *out)
 {
 	uint64_t cum = 0, v;
 	size_t i;
 	int rc = IDEM_OK;
 
-	if (metrics_map == NULL)
-		return IDEM_OK;
 	for (i = 0; i < METRIC__MAX && rc == IDEM_OK; i++) {
 		if (i == 0 || strcmp(metrics_names[i].name,
 		    metrics_names[i - 1].name) != 0)

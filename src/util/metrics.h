@@ -17,7 +17,9 @@
 
 enum metric {
 	METRIC_REQUESTS = 0,
+	/* Responses by status class: idem_responses_total{code=...}. */
 	METRIC_RESPONSES_2XX,
+	METRIC_RESPONSES_3XX,
 	METRIC_RESPONSES_4XX,
 	METRIC_RESPONSES_5XX,
 	METRIC_CLAIMS,        /* fresh claims */
@@ -95,8 +97,25 @@ uint64_t metrics_typical_run_ms(void);
 void metrics_ewma_add(uint64_t *slot, uint64_t ms);
 uint64_t metrics_ewma_get(const uint64_t *slot);
 
-/* Appends the Prometheus text exposition (format 0.0.4) to out. */
+/*
+ * Appends the Prometheus text exposition (format 0.0.4) to out: the
+ * shared counters and the latency histogram (only once metrics_open
+ * succeeded), then idem_build_info and the calling process's process_*
+ * metrics (metrics_render_process on /proc), which need no file.
+ * IDEM_OK, or IDEM_ENOMEM with out partly filled.
+ */
 int metrics_render(struct buf *out);
+
+/*
+ * Appends the process metrics of the Prometheus client libraries'
+ * convention for the calling process, read from proc (a procfs mount,
+ * "/proc"): process_cpu_seconds_total, process_resident_memory_bytes,
+ * process_virtual_memory_bytes, process_open_fds, process_max_fds and
+ * process_start_time_seconds.  A value that cannot be read (no procfs,
+ * a file of another form) is left out, never shown as 0.  IDEM_OK, or
+ * IDEM_ENOMEM.
+ */
+int metrics_render_process(struct buf *out, const char *proc);
 
 /*
  * Appends one gauge, a value computed when asked (not a shared counter),

@@ -66,6 +66,7 @@ SHAPES = {
     "ch": r"ch_[0-9a-f]{24}",
     "time": r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z",
     "hex16": r"[0-9a-f]{16}",
+    "req": r"req_[0-9a-f]{24}",
     "hex": r"[0-9a-f]+",
     "int": r"[0-9]+",
     "text": r"[^\"]+",
@@ -782,6 +783,10 @@ class Scenario:
                 raise Fail("%s: %r is not on the responder's stderr" %
                            (where, needle))
             return
+        m = re.match(r"^log-line:\s*(.*)$", text)
+        if m:
+            self._log_line(m.group(1), resp, where)
+            return
         m = re.match(r"^stderr-lacks:\s*(.*)$", text)
         if m:
             needle = self.subst(m.group(1), where)
@@ -854,6 +859,17 @@ class Scenario:
             raise Fail("%s: the log line is not an object: %r" %
                        (where, lines[0][:300]))
         return doc
+
+    def _log_line(self, template, resp, where):
+        """The responder's stderr holds exactly one request log line (one
+        that starts with a digit: its time, under IDEM_LOG=text), and it
+        matches the template whole, with placeholders as in headers."""
+        lines = [ln for ln in resp.stderr.split(b"\n") if ln[:1].isdigit()]
+        if len(lines) != 1:
+            raise Fail("%s: expected one text log line on stderr, got %d: "
+                       "%r" % (where, len(lines), resp.stderr[-600:]))
+        self.match(template, lines[0].decode("utf-8", "surrogateescape"),
+                   where + ": log line")
 
     def _utf8_body(self, resp, where):
         """The body is well-formed UTF-8 (RFC 3629); a JSON body also

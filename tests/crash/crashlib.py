@@ -335,10 +335,11 @@ def http_exchange(port, method, path, body=None, headers=None, timeout=10.0):
 
 def worker_log_line(inst, rid):
     """The workers' log line of the request sent with X-Request-Id rid
-    (one line a request, "... STATUS key=KEYHASH outcome=... rid=RID"), or
+    (one line a request, "TIME idem: ... STATUS account=... key=KEYHASH
+    outcome=... rid=RID"), or
     None when no worker logged it: a worker that dies with a request logs
     nothing, and the web server answers for it."""
-    pat = re.compile(r"^idem: .* rid=" + re.escape(rid) + r"$", re.M)
+    pat = re.compile(r"^\S+ idem: .* rid=" + re.escape(rid) + r"$", re.M)
     for path in inst.logs:
         try:
             with open(path, errors="replace") as f:
@@ -356,7 +357,7 @@ def whose_answer(inst, o):
     backend failure within a second and a half of the answer."""
     line = worker_log_line(inst, o.rid) if o.rid else None
     if line is not None and o.answer is not None and \
-            f" {o.answer.status} key=" in line:
+            f" {o.answer.status} account=" in line:
         return f"the worker's: {line}"
     if line is not None:
         return (f"the web server's: the worker logged another answer and "

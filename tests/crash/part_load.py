@@ -57,7 +57,7 @@ def worker_outcomes(inst):
     for path in inst.logs:
         try:
             with open(path, errors="replace") as f:
-                for m in re.finditer(r"POST /payments (\d+) key=\S+ outcome=(\S+)", f.read()):
+                for m in re.finditer(r"POST /payments (\d+) account=\S+ key=\S+ outcome=(\S+)", f.read()):
                     counts[m.group(2)] = counts.get(m.group(2), 0) + 1
         except OSError:
             continue
@@ -245,7 +245,7 @@ def part_load(args, server):
         # request (no worker logged it), else a worker's own answer.
         by_worker = [(o, line) for o, line in
                      ((o, worker_log_line(inst, o.rid)) for o in stats.failed)
-                     if line is not None and f" {o.answer.status} key=" in line]
+                     if line is not None and f" {o.answer.status} account=" in line]
         c = stats.counts
         figures = [
             ["keys (payments attempted)", len(keys)],

@@ -10,9 +10,10 @@ import time
 HOST = "127.0.0.1"
 
 # Headers a replay need not repeat from the original (RFC 9110 6.6.1: Date
-# is generated per message), and the replay marker itself; every other
-# header of the original must be equal.
-REPLAY_EXEMPT = {"date", "idempotent-replayed"}
+# is generated per message; Request-Id names the replay's own request, never
+# stored), and the replay marker itself; every other header of the original
+# must be equal.
+REPLAY_EXEMPT = {"date", "request-id", "idempotent-replayed"}
 
 # What AddressSanitizer, UndefinedBehaviorSanitizer and ThreadSanitizer
 # print when they find something, in the workers' and servers' logs.

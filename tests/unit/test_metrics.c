@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -14,6 +16,8 @@
 #include "metrics.h"
 
 static char dir[256];
+/* When the tests were set up: the process started before. */
+static time_t harness_started;
 
 static int
 setup(void)
@@ -139,6 +143,10 @@ test_survives_reopen(void)
 	buf_free(&b);
 }
 
+/*
+ * Without the counters file there are no counters to show (not zeros),
+ * but the build and the process are still described.
+ */
 static void
 test_off_until_open(void)
 {
@@ -147,8 +155,101 @@ test_off_until_open(void)
 	metrics_close();
 	metrics_inc(METRIC_CLAIMS);
 	HARNESS_EQ(metrics_render(&b), IDEM_OK);
-	HARNESS_EQ(b.len, 0);
+	CU_ASSERT_PTR_NULL(strstr(b.data, "idem_claims_total"));
+	CU_ASSERT_PTR_NULL(strstr(b.data, "idem_request_duration_seconds"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(b.data, "\nidem_build_info{"));
+	CU_ASSERT(sample(b.data, "process_open_fds") > 0);
 	HARNESS_EQ(metrics_open(dir), IDEM_OK);
+	buf_free(&b);
+}
+
+/*
+ * Prometheus' naming rules: the status class is a label of one counter
+ * family, not a part of the name.
+ */
+static void
+test_status_class_label(void)
+{
+	struct buf b = BUF_INIT;
+
+	metrics_inc(METRIC_RESPONSES_2XX);
+	metrics_inc(METRIC_RESPONSES_2XX);
+	metrics_inc(METRIC_RESPONSES_4XX);
+	metrics_add(METRIC_RESPONSES_5XX, 3);
+	HARNESS_EQ(metrics_render(&b), IDEM_OK);
+	HARNESS_EQ(sample(b.data, "idem_responses_total{code=\"2xx\"}"), 2);
+	HARNESS_EQ(sample(b.data, "idem_responses_total{code=\"4xx\"}"), 1);
+	HARNESS_EQ(sample(b.data, "idem_responses_total{code=\"5xx\"}"), 3);
+	CU_ASSERT_PTR_NOT_NULL(strstr(b.data,
+	    "# TYPE idem_responses_total counter\n"));
+	CU_ASSERT_PTR_NULL(strstr(b.data, "idem_responses_2xx"));
+	CU_ASSERT_PTR_NULL(strstr(b.data, "idem_responses_5xx"));
+	buf_free(&b);
+}
+
+/* The release serving, as a gauge of 1 labelled with its version. */
+static void
+test_build_info(void)
+{
+	struct buf b = BUF_INIT;
+
+	HARNESS_EQ(metrics_render(&b), IDEM_OK);
+	CU_ASSERT_PTR_NOT_NULL(strstr(b.data,
+	    "# TYPE idem_build_info gauge\n"
+	    "idem_build_info{version=\"" PACKAGE_VERSION "\"} 1\n"));
+	buf_free(&b);
+}
+
+/*
+ * The process_* metrics describe this process: a descriptor opened is
+ * one more open fd, the resident size is not 0, and it started just
+ * before the tests were set up.
+ */
+static void
+test_process(void)
+{
+	struct buf b = BUF_INIT, c = BUF_INIT;
+	double fds, start;
+	time_t before = time(NULL);
+	int fd;
+
+	HARNESS_EQ(metrics_render(&b), IDEM_OK);
+	fds = sample(b.data, "process_open_fds");
+	CU_ASSERT(fds >= 1);
+	CU_ASSERT(harness_sample(b.data, "process_resident_memory_bytes") >
+	    4096);
+	CU_ASSERT(harness_sample(b.data, "process_virtual_memory_bytes") >
+	    4096);
+	CU_ASSERT(harness_sample(b.data, "process_cpu_seconds_total") >= 0);
+	CU_ASSERT(harness_sample(b.data, "process_max_fds") >= fds);
+	start = harness_sample(b.data, "process_start_time_seconds");
+	CU_ASSERT(start <= (double)harness_started + 1 &&
+	    start >= (double)harness_started - 60);
+	CU_ASSERT(start <= (double)before + 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(b.data,
+	    "# TYPE process_cpu_seconds_total counter\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(b.data,
+	    "# TYPE process_start_time_seconds gauge\n"));
+	CU_ASSERT_FATAL((fd = open("/dev/null", O_RDONLY)) >= 0);
+	HARNESS_EQ(metrics_render(&c), IDEM_OK);
+	HARNESS_EQ(sample(c.data, "process_open_fds"), (long long)fds + 1);
+	close(fd);
+	buf_free(&b);
+	buf_free(&c);
+}
+
+/* Without procfs the values are left out, never shown as 0. */
+static void
+test_process_without_proc(void)
+{
+	struct buf b = BUF_INIT;
+
+	HARNESS_EQ(metrics_render_process(&b, "/nonexistent-proc"), IDEM_OK);
+	CU_ASSERT(b.len == 0 || strstr(b.data, "process_open_fds") == NULL);
+	CU_ASSERT(b.len == 0 ||
+	    strstr(b.data, "process_cpu_seconds_total") == NULL);
+	CU_ASSERT(b.len == 0 ||
+	    strstr(b.data, "process_start_time_seconds") == NULL);
 	buf_free(&b);
 }
 
@@ -157,6 +258,7 @@ harness_suites(void)
 {
 	CU_pSuite s;
 
+	harness_started = time(NULL);
 	/* Each test gets its own directory, hence a suite per test. */
 	static const struct {
 		const char *name;
@@ -168,6 +270,10 @@ harness_suites(void)
 		{ "survives reopen", test_survives_reopen },
 		{ "off until open", test_off_until_open },
 		{ "microseconds read as seconds", test_seconds },
+		{ "status class is a label", test_status_class_label },
+		{ "build info", test_build_info },
+		{ "process metrics", test_process },
+		{ "process metrics without procfs", test_process_without_proc },
 	};
 	size_t i;
 

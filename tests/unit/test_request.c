@@ -8,6 +8,7 @@
 #include <string.h>
 
 
+#include "crypto.h"
 #include "err.h"
 #include "harness.h"
 #include "json.h"
@@ -499,6 +500,38 @@ test_problem_table_complete(void)
 	}
 }
 
+/*
+ * The id an answer carries (Request-Id): the web server's when it can be
+ * quoted as it is, else "req_" and 24 hex digits, a new one each time.
+ */
+static void
+test_request_id(void)
+{
+	char made[REQ_ID_MADE + 1], other[REQ_ID_MADE + 1], longest[130];
+	const char *id;
+	size_t i;
+
+	HARNESS_EQ(crypto_init(), IDEM_OK);
+	CU_ASSERT_STRING_EQUAL(req_id("checkout-7f3a", made), "checkout-7f3a");
+	memset(longest, 'r', 128);
+	longest[128] = '\0';
+	CU_ASSERT_PTR_EQUAL(req_id(longest, made), longest);
+	longest[128] = 'r';
+	longest[129] = '\0';
+	CU_ASSERT_PTR_EQUAL(req_id(longest, made), made);
+	CU_ASSERT_PTR_EQUAL(req_id("a b", made), made);
+	CU_ASSERT_PTR_EQUAL(req_id("a\"b", made), made);
+	CU_ASSERT_PTR_EQUAL(req_id("", made), made);
+	id = req_id(NULL, made);
+	CU_ASSERT_PTR_EQUAL(id, made);
+	HARNESS_EQ(strlen(made), REQ_ID_MADE);
+	CU_ASSERT_EQUAL(strncmp(made, "req_", 4), 0);
+	for (i = 4; i < REQ_ID_MADE; i++)
+		CU_ASSERT_PTR_NOT_NULL(strchr("0123456789abcdef", made[i]));
+	req_id(NULL, other);
+	CU_ASSERT_STRING_NOT_EQUAL(made, other);
+}
+
 int
 harness_suites(void)
 {
@@ -524,6 +557,7 @@ harness_suites(void)
 	CU_add_test(s, "JSON media types", test_is_json);
 	CU_add_test(s, "requests read again into one struct",
 	    test_reread_recycled);
+	CU_add_test(s, "request id given or made", test_request_id);
 	if ((s = CU_add_suite("response", NULL, NULL)) == NULL)
 		return -1;
 	CU_add_test(s, "CGI response format", test_write_cgi_response);

@@ -3,15 +3,16 @@
 # error log).  Every field taken from the request is escaped (\xHH for
 # bytes outside printable ASCII): the log holds one line per request.
 
-request forged: GET /payments/%0Aidem:%20203.0.113.9%20POST%20/payments%20201%20key=-%20outcome=claim
+request forged: GET /payments/%0A2026-01-01T00:00:00.000Z%20idem:%20203.0.113.9%20POST%20/payments%20201%20account=acct_bob%20key=-%20outcome=claim
   as alice
 expect: 404
   problem: not-found
-  stderr-lacks: {byte:0a}idem: 203.0.113.9 POST
+  stderr-lacks: {byte:0a}2026-01-01T00:00:00.000Z idem: 203.0.113.9 POST
   stderr-lacks: idem: 203.0.113.9 POST
 
 request unauthenticated: like forged
   drop Authorization
 expect: 401
   problem: unauthorized
+  stderr-lacks: {byte:0a}2026-01-01T00:00:00.000Z
   stderr-lacks: {byte:0a}idem:

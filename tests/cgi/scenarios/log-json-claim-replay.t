@@ -25,13 +25,13 @@ expect: 201
   stderr-lacks: order-log-7731
   stderr-lacks: {secret:alice}
 
-# Without X-Request-Id the responder makes one up (32 hex digits).
+# Without X-Request-Id the responder makes one up ("req_" and 24 hex digits).
 request retry: like first
   drop X-Request-Id
 expect: 201
   replay-of: first
   log <<END
-    {"time": "{any}", "request_id": "{rid:hex}", "remote": "127.0.0.1",
+    {"time": "{any}", "request_id": "{rid:req}", "remote": "127.0.0.1",
      "method": "POST", "path": "/payments", "status": 201,
      "outcome": "replay", "account": "acct_alice", "key": "{keyhash}",
      "latency_ms": "{any}"}

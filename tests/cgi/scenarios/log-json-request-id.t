@@ -12,7 +12,7 @@ request forged: GET /payments/%0A{"status":200}
 expect: 401
   problem: unauthorized
   log <<END
-    {"time": "{any}", "request_id": "{rid:hex}", "remote": "127.0.0.1",
+    {"time": "{any}", "request_id": "{rid:req}", "remote": "127.0.0.1",
      "method": "GET", "path": "/payments/\\x0a{\"status\":200}",
      "status": 401, "outcome": null, "account": null, "key": null,
      "latency_ms": "{any}"}
@@ -22,7 +22,7 @@ request long: GET /healthz
   X-Request-Id: {repeat:129:r}
 expect: 200
   log <<END
-    {"time": "{any}", "request_id": "{rid2:hex}", "remote": "127.0.0.1",
+    {"time": "{any}", "request_id": "{rid2:req}", "remote": "127.0.0.1",
      "method": "GET", "path": "/healthz", "status": 200, "outcome": null,
      "account": null, "key": null, "latency_ms": "{any}"}
   END
