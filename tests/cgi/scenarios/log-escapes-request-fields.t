@@ -2,6 +2,8 @@
 # for /payments/%0Aidem:... wrote a forged line into the web server's
 # error log).  Every field taken from the request is escaped (\xHH for
 # bytes outside printable ASCII): the log holds one line per request.
+# The path is no route's (its segments hold "/"), so it is 404 with or
+# without credentials (doc/DESIGN.md, "The application's layers").
 
 request forged: GET /payments/%0Aidem:%20203.0.113.9%20POST%20/payments%20201%20key=-%20outcome=claim
   as alice
@@ -12,6 +14,6 @@ expect: 404
 
 request unauthenticated: like forged
   drop Authorization
-expect: 401
-  problem: unauthorized
+expect: 404
+  problem: not-found
   stderr-lacks: {byte:0a}idem:
