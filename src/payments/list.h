@@ -45,21 +45,46 @@ struct list_index {
 	void *ctx;
 };
 
+/* Where a page starts: Stripe's cursors, ids of items of the list. */
+enum list_cursor {
+	LIST_FROM_NEWEST = 0,   /* no cursor: the newest items */
+	LIST_AFTER,             /* starting_after: the items older than it */
+	LIST_BEFORE             /* ending_before: the items newer than it */
+};
+
 /* A list request's parameters, from its query. */
 struct list_query {
 	size_t limit;           /* 1..LIST_LIMIT_MAX */
+	enum list_cursor from;
+	char cursor[LIST_ID_MAX + 1];   /* the cursor's id, as given */
 };
 
 /*
- * Reads the query's limit (LIST_LIMIT_DEFAULT when absent).  0, or -1
- * with resp the 400.
+ * Reads the query: limit (1..LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT when
+ * absent), and at most one of starting_after and ending_before, each
+ * once.  Any other parameter is refused, named in the 400's detail, so
+ * that a misspelt cursor is an error and not the first page again.  0,
+ * or -1 with resp the 400 (problem bad-request).
  */
 int list_query_parse(const char *query, struct list_query *q,
     struct response *resp);
 
 /*
- * Answers the list: the 200 with the page, or the store's error (the
- * 503 or 500 of pay_read_error).  The index's store must be open.
+ * Answers the list: the 200 with the page, the 400 of a cursor that is
+ * no item of this list (an id of another account's, one of another
+ * list, or none), or the store's error (the 503 or 500 of
+ * pay_read_error).  The index's store must be open.
+ *
+ * A page is cut from one walk of the index, newest first, in one read:
+ * the cursor is an item's own entry in the index (its time, then its
+ * name), never an offset, so items made while a client pages, which are
+ * newer than every page it has read, neither shift the pages that
+ * follow nor repeat an item.  starting_after gives the limit items just
+ * older than the cursor, has_more whether there are older ones still;
+ * ending_before the limit items just newer, newest first, has_more
+ * whether there are newer ones still.  The walk goes from the newest
+ * entry to the cursor (idem_row_scan has no seek), so a page costs what
+ * lies before it in the list.
  */
 void list_answer(const struct list_index *ix, const struct list_query *q,
     struct response *resp);
