@@ -36,11 +36,11 @@
 #include "auth.h"
 #include "crypto.h"
 #include "err.h"
-#include "handlers.h"
 #include "idemctl.h"
 #include "idemctl_seal.h"
 #include "json.h"
 #include "provider.h"
+#include "shared.h"
 
 struct config ctl_cfg;
 int ctl_json;

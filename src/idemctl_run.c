@@ -11,11 +11,11 @@
 
 #include "err.h"
 #include "fault.h"
-#include "handlers.h"
 #include "idemctl.h"
 #include "metrics.h"
 #include "problem.h"
 #include "resume.h"
+#include "shared.h"
 
 static volatile sig_atomic_t ctl_stop;
 

@@ -18,11 +18,11 @@
 #include <unistd.h>
 
 #include "err.h"
-#include "handlers.h"
 #include "idem.h"
 #include "idemctl.h"
 #include "idemctl_seal.h"
 #include "seal.h"
+#include "shared.h"
 #include "store.h"
 
 int

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * app.c: the payments application: it opens what the handlers use,
- * routes, authenticates, and writes one log line per request.
+ * routes on the route table (routes.h), authenticates, and writes one
+ * log line per request.
  */
 #include <errno.h>
 #include <limits.h>
@@ -15,13 +16,16 @@
 #include "auth.h"
 #include "buf.h"
 #include "fault.h"
-#include "handlers.h"
 #include "idem.h"
 #include "json.h"
+#include "keyed.h"
 #include "keyhash.h"
 #include "metrics.h"
+#include "payment.h"
 #include "problem.h"
 #include "provider.h"
+#include "routes.h"
+#include "shared.h"
 
 /*
  * Shared by every thread of the worker: what app_ensure_open sets is set
@@ -286,78 +290,78 @@ app_method_not_allowed(struct response *resp, const char *allow)
 }
 
 /*
- * Routes a request.  A body that could not be read (st) is reported only
- * after the route, the credentials and, for POST /payments, the key were
- * checked, so the answer names the most basic fault first.
+ * Whether the caller may use route r: the credentials it asks for, and
+ * the account they name allowed on it.  0, or -1 with resp the answer.
+ */
+static int
+app_admit(struct app *a, const struct route *r, struct pay_note *note,
+    const struct request *req, char principal[AUTH_PRINCIPAL_MAX + 1],
+    struct response *resp)
+{
+	principal[0] = '\0';
+	if (r->who == ROUTE_ANYONE)
+		return 0;
+	if (app_authenticate(a, note, req, principal, resp) != 0)
+		return -1;
+	return app_authorize(a, principal, r->who == ROUTE_METRICS, resp);
+}
+
+/*
+ * Routes a request on the route table.  A body that could not be read
+ * (st) is reported only after the route, the credentials and, for a
+ * keyed route, the key were checked, so the answer names the most basic
+ * fault first.
  */
 static void
 app_route(struct app *a, struct pay_note *note, enum req_status st,
     const struct request *req, struct response *resp)
 {
-	char principal[AUTH_PRINCIPAL_MAX + 1];
+	char principal[AUTH_PRINCIPAL_MAX + 1], allow[ROUTE_ALLOW_MAX];
+	char params[PAY_PARAMS_MAX][PAY_PARAM_MAX + 1] = { { 0 } };
+	char key[KEY_MAX + 1];
+	struct json_value *doc = NULL;
+	uint8_t fp[IDEM_FP_SIZE];
+	const struct route *r;
 	struct pay_env env;
-	char pay_id[PAY_ID_LEN + 1], refund_id[REFUND_ID_LEN + 1];
-	const char *p = req->path;
-	int get = strcmp(req->method, "GET") == 0 ||
-	    strcmp(req->method, "HEAD") == 0;
-	enum refund_path refunds;
+	struct pay_call c;
+	size_t i;
 
-	if (strcmp(p, "/metrics") == 0) {
-		if (!get)
-			app_method_not_allowed(resp, "GET, HEAD");
-		else if (app_authenticate(a, note, req, principal, resp) == 0 &&
-		    app_authorize(a, principal, 1, resp) == 0) {
-			app_env(a, &env);
-			pay_metrics(&env, resp);
-		}
-		return;
-	}
-	if (strcmp(p, "/healthz") == 0) {
-		if (!get)
-			app_method_not_allowed(resp, "GET, HEAD");
-		else if (st != REQ_OK)
-			pay_bad_request(st, &a->cfg, resp);
-		else {
-			app_env(a, &env);
-			pay_healthz(&env, resp);
-		}
-		return;
-	}
-	if (strcmp(p, "/payments") != 0 && strncmp(p, "/payments/", 10) != 0) {
+	switch (route_find(req->path, req->method, &r, params, allow)) {
+	case ROUTE_NOT_FOUND:
 		problem_build(resp, PROBLEM_NOT_FOUND, "There is nothing at "
 		    "this path.");
 		return;
-	}
-	if (strcmp(p, "/payments") == 0 && strcmp(req->method, "POST") != 0 &&
-	    !get) {
-		app_method_not_allowed(resp, "GET, HEAD, POST");
+	case ROUTE_NOT_ALLOWED:
+		app_method_not_allowed(resp, allow);
 		return;
+	case ROUTE_FOUND:
+		break;
 	}
-	refunds = refund_path_parse(p, pay_id, refund_id);
-	if (refunds == REFUND_PATH_LIST && strcmp(req->method, "POST") != 0 &&
-	    !get) {
-		app_method_not_allowed(resp, "GET, HEAD, POST");
-		return;
-	}
-	if (strcmp(p, "/payments") != 0 && refunds != REFUND_PATH_LIST &&
-	    !get) {
-		app_method_not_allowed(resp, "GET, HEAD");
-		return;
-	}
-	if (app_authenticate(a, note, req, principal, resp) != 0 ||
-	    app_authorize(a, principal, 0, resp) != 0)
+	if (app_admit(a, r, note, req, principal, resp) != 0)
 		return;
 	app_env(a, &env);
-	if (refunds != REFUND_PATH_NONE)
-		refund_route(&env, note, req, st, principal, resp);
-	else if (strcmp(req->method, "POST") == 0)
-		pay_post(&env, note, req, st, principal, resp);
-	else if (st != REQ_OK)
+	memset(&c, 0, sizeof(c));
+	c.env = &env;
+	c.note = note;
+	c.req = req;
+	c.scope = principal;
+	for (i = 0; i < PAY_PARAMS_MAX; i++)
+		c.param[i] = params[i];
+	c.resp = resp;
+	if (r->keyed) {
+		if (keyed_precheck(&env, req, st, r->noun, key, &doc, fp,
+		    resp) != 0)
+			goto out;
+		c.key = key;
+		c.doc = doc;
+		c.fp = fp;
+	} else if (st != REQ_OK) {
 		pay_bad_request(st, &a->cfg, resp);
-	else if (strcmp(p, "/payments") != 0)
-		pay_get(&env, req, p + 10, principal, resp);
-	else
-		pay_list(&env, req, principal, resp);
+		goto out;
+	}
+	r->handler(&c);
+out:
+	json_free(doc);
 }
 
 /* The longest field copied into a log line; the rest is cut with "...". */

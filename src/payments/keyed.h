@@ -13,10 +13,10 @@
 
 #include <stdint.h>
 
-#include "handlers.h"
 #include "idem.h"
 #include "json.h"
 #include "key.h"
+#include "shared.h"
 
 /*
  * The checks before the store, in the contract's order: key (400), body

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * post.c: POST /payments, a keyed request on the idempotency library.
+ * post.c: POST /payments, a keyed request on the idempotency library
+ * (post.h).
  *
  * What is the payment's own here: the order, the provider call and its
  * derived key, the stages, and which failure means release (nothing can
@@ -14,16 +15,14 @@
 #ifdef IDEM_PLANT_RANDOM_PROVIDER_KEY
 #include "crypto.h"
 #endif
-#include "handlers.h"
 #include "idem.h"
 #include "json.h"
-#include "key.h"
 #include "keyed.h"
 #include "metrics.h"
 #include "money.h"
 #include "payment.h"
+#include "post.h"
 #include "problem.h"
-#include "resume.h"
 #include "rowkey.h"
 
 /* What a claim has done in the world by the time it ends. */
@@ -358,48 +357,44 @@ pay_claimed(const struct pay_env *env, struct pay_note *note,
 }
 
 void
-pay_post(const struct pay_env *env, struct pay_note *note,
-    const struct request *req, enum req_status st, const char *scope,
-    struct response *resp)
+pay_post(const struct pay_call *c)
 {
-	struct json_value *doc = NULL;
+	const struct pay_env *env = c->env;
 	struct pay_first first = { env->idem, NULL, { "", 0, { 0, NULL } },
 	    BUF_INIT };
+	struct response *resp = c->resp;
 	struct idem_call *call = NULL;
 	struct pay_order o;
-	char key[KEY_MAX + 1], invalid[256];
-	uint8_t fp[IDEM_FP_SIZE];
+	char invalid[256];
 	int rc, valid;
 
-	if (keyed_precheck(env, req, st, "payment", key, &doc, fp, resp) != 0)
-		goto out;
 	/*
 	 * A valid payment's claim records its id and time in its own write:
 	 * two writes per payment (claim, completion), not three.  Validity is
 	 * only acted on after the claim, keeping the check order (the store's
 	 * answers come first).
 	 */
-	valid = pay_order_parse(doc, &o, invalid, sizeof(invalid)) == 0;
+	valid = pay_order_parse(c->doc, &o, invalid, sizeof(invalid)) == 0;
 	first.o = &o;
 	if (env->idem == NULL) {
 		pay_store_error(resp, env->open_rc);
 		goto out;
 	}
 	if (env->keyhash != NULL)
-		keyhash_compute(env->keyhash, scope, key, note->keyhash);
-	rc = idem_begin(env->idem, scope, key, fp,
+		keyhash_compute(env->keyhash, c->scope, c->key,
+		    c->note->keyhash);
+	rc = idem_begin(env->idem, c->scope, c->key, c->fp,
 	    valid ? pay_first_make : NULL, &first, &call);
 	if (rc != IDEM_OK) {
 		pay_store_error(resp, rc);
 		goto out;
 	}
-	note->outcome = idem_strverdict(idem_call_verdict(call));
+	c->note->outcome = idem_strverdict(idem_call_verdict(call));
 	if (keyed_answer(env, call, "payment", resp))
 		goto out;
-	pay_claimed(env, note, scope, key, call, valid ? &o : NULL, invalid,
-	    resp);
+	pay_claimed(env, c->note, c->scope, c->key, call, valid ? &o : NULL,
+	    invalid, resp);
 out:
 	idem_call_free(call);
 	buf_free(&first.bytes);
-	json_free(doc);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * refund_post.c: POST /payments/{id}/refunds, a keyed request on the
- * idempotency library, built like post.c.
+ * idempotency library, built like post.c (refund_post.h).
  *
  * What is the refund's own here: the hold, decided in the claim's own
  * transaction against the payment's totals (so refunds never exceed the
@@ -16,16 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "handlers.h"
 #include "idem.h"
 #include "json.h"
-#include "key.h"
 #include "keyed.h"
 #include "money.h"
 #include "payment.h"
 #include "problem.h"
 #include "refund.h"
-#include "resume.h"
+#include "refund_post.h"
 #include "rowkey.h"
 
 /* One refund on its claim. */
@@ -445,61 +443,36 @@ refund_claimed(const struct pay_env *env, struct pay_note *note,
 	return refund_run(&r, invalid, resp);
 }
 
-/*
- * The payment the path names, if it is the caller's: its amount and
- * currency.  Another account's payment is indistinguishable from none.
- * IDEM_OK, or the error with resp the answer: IDEM_ENOTFOUND (404), or
- * the store's (503).
- */
 int
 refund_payment_find(const struct pay_env *env, const char *payment,
     const char *scope, int64_t *paid, const struct currency **cur,
     struct response *resp)
 {
-	const uint8_t *s, *b;
-	size_t rowlen = 0, slen, blen;
-	void *row = NULL;
+	struct pay_found f;
 	int rc;
 
-	if (!pay_id_valid(payment)) {
-		problem_build(resp, PROBLEM_NOT_FOUND, "No such payment.");
-		return IDEM_ENOTFOUND;
-	}
-	rc = rowkey_get(env->idem, PAY_TABLE_PAYMENTS, payment, PAY_ID_LEN,
-	    &row, &rowlen);
-	if (rc == IDEM_OK)
-		rc = pay_row_decode(row, rowlen, &s, &slen, &b, &blen);
-	if (rc == IDEM_ENOTFOUND || (rc == IDEM_OK && (slen != strlen(scope) ||
-	    memcmp(s, scope, slen) != 0))) {
-		problem_build(resp, PROBLEM_NOT_FOUND, "No such payment.");
-		free(row);
-		return IDEM_ENOTFOUND;
-	}
-	if (rc == IDEM_OK)
-		rc = refund_payment_money(b, blen, paid, cur);
-	free(row);
-	if (rc != IDEM_OK)
+	if ((rc = pay_find_owned(env, payment, scope, 1, &f, resp)) ==
+	    IDEM_OK &&
+	    (rc = refund_payment_money(f.body, f.blen, paid, cur)) != IDEM_OK)
 		pay_store_error(resp, rc);
+	pay_found_free(&f);
 	return rc;
 }
 
 void
-refund_post(const struct pay_env *env, struct pay_note *note,
-    const struct request *req, enum req_status st, const char *payment,
-    const char *scope, struct response *resp)
+refund_post(const struct pay_call *c)
 {
-	struct json_value *doc = NULL;
+	const struct pay_env *env = c->env;
+	const char *payment = c->param[0];
+	struct response *resp = c->resp;
 	struct refund_first first;
 	struct idem_call *call = NULL;
 	const struct currency *cur = NULL;
-	char key[KEY_MAX + 1], invalid[256];
-	uint8_t fp[IDEM_FP_SIZE];
+	char invalid[256];
 	int rc, valid;
 
 	memset(&first, 0, sizeof(first));
 	buf_init(&first.bytes);
-	if (keyed_precheck(env, req, st, "refund", key, &doc, fp, resp) != 0)
-		goto out;
 	if (env->idem == NULL) {
 		pay_store_error(resp, env->open_rc);
 		goto out;
@@ -508,28 +481,28 @@ refund_post(const struct pay_env *env, struct pay_note *note,
 	 * The payment is looked up before the claim and a 404 is not stored:
 	 * it says nothing about the key, which stays unused.
 	 */
-	if (refund_payment_find(env, payment, scope, &first.paid, &cur,
+	if (refund_payment_find(env, payment, c->scope, &first.paid, &cur,
 	    resp) != IDEM_OK)
 		goto out;
-	valid = refund_ask_parse(doc, cur, &first.ask, invalid,
+	valid = refund_ask_parse(c->doc, cur, &first.ask, invalid,
 	    sizeof(invalid)) == 0;
 	first.idem = env->idem;
 	first.payment = payment;
 	if (env->keyhash != NULL)
-		keyhash_compute(env->keyhash, scope, key, note->keyhash);
-	rc = idem_begin(env->idem, scope, key, fp,
+		keyhash_compute(env->keyhash, c->scope, c->key,
+		    c->note->keyhash);
+	rc = idem_begin(env->idem, c->scope, c->key, c->fp,
 	    valid ? refund_first_make : NULL, &first, &call);
 	if (rc != IDEM_OK) {
 		pay_store_error(resp, rc);
 		goto out;
 	}
-	note->outcome = idem_strverdict(idem_call_verdict(call));
+	c->note->outcome = idem_strverdict(idem_call_verdict(call));
 	if (keyed_answer(env, call, "refund", resp))
 		goto out;
-	refund_claimed(env, note, scope, key, payment, cur, call,
+	refund_claimed(env, c->note, c->scope, c->key, payment, cur, call,
 	    valid ? NULL : invalid, resp);
 out:
 	idem_call_free(call);
 	buf_free(&first.bytes);
-	json_free(doc);
 }

@@ -11,10 +11,13 @@
 
 #include "buf.h"
 #include "crypto.h"
-#include "handlers.h"
 #include "idem.h"
+#include "keyed.h"
 #include "metrics.h"
+#include "payment.h"
+#include "post.h"
 #include "refund.h"
+#include "refund_post.h"
 #include "resume.h"
 #include "rowkey.h"
 

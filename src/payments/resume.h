@@ -7,7 +7,7 @@
  * exactly as a retry would (idem_begin with the claim's own fingerprint,
  * so a client retry meanwhile gets 409 and two completers never resume
  * one claim twice), then runs the endpoint's claimed part (pay_claimed
- * from post.c, refund_claimed from refund_post.c: what the client's
+ * from post.h, refund_claimed from refund_post.h: what the client's
  * request runs after its claim) from the recovery point: the provider is
  * asked again under the same derived key, and the claim completes (rows
  * and answer stored for the client's retry to replay), or is stored
@@ -22,40 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "handlers.h"
-#include "keyed.h"
-#include "payment.h"
-
-/*
- * Runs a payment on a claim the caller owns (IDEM_RUN or IDEM_RESUME),
- * and ends the claim: the provider under the derived key, then complete,
- * release or abandon.  o is the order (NULL for an invalid body, whose
- * 400 with the detail invalid is stored).  resp gets the answer; note
- * the log's outcome when the claim was lost.
- */
-enum keyed_end pay_claimed(const struct pay_env *env, struct pay_note *note,
-    const char *scope, const char *key, struct idem_call *call,
-    const struct pay_order *o, const char *invalid, struct response *resp);
-
-/*
- * The same for a refund of payment (its id; cur its currency), from
- * refund_post.c: the hold made with the claim is refunded at the
- * provider and settled, or given back (release), or kept (abandon).
- * invalid: the 400's detail for an invalid body, else NULL.
- */
-enum keyed_end refund_claimed(const struct pay_env *env,
-    struct pay_note *note, const char *scope, const char *key,
-    const char *payment, const struct currency *cur, struct idem_call *call,
-    const char *invalid, struct response *resp);
-
-/*
- * The payment a refund names, if it belongs to scope: its amount and
- * currency.  IDEM_OK, or the error with resp the answer: IDEM_ENOTFOUND
- * (404: none, or another account's), or the store's (503).
- */
-int refund_payment_find(const struct pay_env *env, const char *payment,
-    const char *scope, int64_t *paid, const struct currency **cur,
-    struct response *resp);
+#include "shared.h"
 
 /* What a run of the completer did, claim by claim. */
 struct pay_resume_counts {

@@ -29,9 +29,9 @@
 #include "buf.h"
 #include "cfg.h"
 #include "err.h"
-#include "handlers.h"
 #include "provider.h"
 #include "record.h"
+#include "shared.h"
 #include "store.h"
 
 static struct store *

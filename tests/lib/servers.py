@@ -206,6 +206,8 @@ class Instance:
         # the only one /metrics answers.
         self.secrets = {"acct_alpha": "sk_live_" + secrets.token_hex(16),
                         "acct_beta": "sk_live_" + secrets.token_hex(16),
+                        # only the live suite's cursor walk pays from it
+                        "acct_pages": "sk_live_" + secrets.token_hex(16),
                         "metrics": "sk_live_" + secrets.token_hex(16)}
         INSTANCES.append(self)
         self._setup()

@@ -389,6 +389,93 @@ def test_distinct(inst, t, n=200, threads=20):
     t(f"{n} distinct keys concurrently -> {n} charges, none lost", run)
 
 
+def test_pages(inst, t, n=250, limit=100):
+    """Cursor pages: an account's n payments walked with starting_after in
+    pages of limit, while a writer keeps paying into the same account
+    (and the walker waits, between pages, for one more of its payments):
+    every payment made before the walk is in it, none twice, newest first;
+    has_more until the last page.  An unknown query parameter is a 400
+    that names it."""
+    port, sec = inst.port, inst.secrets["acct_pages"]
+    hdrs = pay_headers(sec, ctype=None)
+
+    def page(query):
+        r = http_request(port, "GET", "/payments?" + query, None, hdrs)
+        expect(r.status == 200, f"GET /payments?{query}: {r.brief()}")
+        doc = r.json()
+        expect(isinstance(doc.get("data"), list) and
+               isinstance(doc.get("has_more"), bool),
+               f"GET /payments?{query}: {r.body[:200]!r}")
+        return doc
+
+    def run():
+        def pay(i):
+            r = http_request(port, "POST", "/payments", BODY,
+                             pay_headers(sec, new_key(f"page{i}")))
+            return r.json()["id"] if r.status == 201 else r.brief()
+        with concurrent.futures.ThreadPoolExecutor(10) as pool:
+            made = list(pool.map(pay, range(n), timeout=DEADLINE.timeout(120)))
+        bad = [m for m in made if not str(m).startswith("pay_")]
+        expect(not bad, f"{len(bad)} payments not made: {bad[:3]}")
+
+        during = []
+        more = threading.Condition()
+        stop = threading.Event()
+
+        def writer():
+            i = 0
+            while not stop.is_set():
+                i += 1
+                r = http_request(port, "POST", "/payments", BODY,
+                                 pay_headers(sec, new_key(f"during{i}")))
+                with more:
+                    during.append(r.status)
+                    more.notify_all()
+        w = threading.Thread(target=writer, daemon=True)
+        w.start()
+        walked, stamps, pages, query = [], [], 0, f"limit={limit}"
+        try:
+            while True:
+                doc = page(query)
+                pages += 1
+                expect(len(doc["data"]) <= limit,
+                       f"page {pages}: {len(doc['data'])} items")
+                walked += [p["id"] for p in doc["data"]]
+                stamps += [p["created_at"] for p in doc["data"]]
+                if not doc["has_more"]:
+                    break
+                expect(doc["data"], f"page {pages}: empty with has_more")
+                expect(pages <= n // limit + 2, f"{pages} pages for {n}")
+                # One more payment made before the next page is read.
+                with more:
+                    seen = len(during)
+                    expect(more.wait_for(lambda: len(during) > seen,
+                                         DEADLINE.timeout(30)),
+                           "the writer made no payment")
+                query = f"limit={limit}&starting_after={walked[-1]}"
+        finally:
+            stop.set()
+            w.join(DEADLINE.timeout(30))
+        note(f"{inst.name}: {n} payments walked in {pages} pages of {limit} "
+             f"while {len(during)} more were made")
+        expect(all(s == 201 for s in during),
+               f"payments during the walk: {sorted(set(during))}")
+        expect(len(walked) == len(set(walked)),
+               f"{len(walked) - len(set(walked))} payments listed twice")
+        expect(stamps == sorted(stamps, reverse=True), "not newest first")
+        missing = set(made) - set(walked)
+        expect(not missing, f"{len(missing)} payments missing from the walk")
+        expect(pages >= 3, f"{pages} pages")
+
+        r = http_request(port, "GET", "/payments?limit=5&startingafter=x",
+                         None, hdrs)
+        expect(r.status == 400 and is_problem(r) and
+               "startingafter" in r.json().get("detail", ""),
+               f"unknown parameter: {r.brief()}")
+    t(f"{n} payments walked with starting_after, pages of {limit}, "
+      "while more are made: no gap, no repeat", run)
+
+
 def test_restart(inst, t):
     port, sec = inst.port, inst.secrets["acct_alpha"]
     key = new_key("restart")
@@ -596,6 +683,7 @@ def run_server(name, build, args):
         test_distinct(inst, t)
         test_duplicates(inst, t)
         test_refunds(inst, t)
+        test_pages(inst, t)
         if isinstance(inst, (Apache, Nginx)):
             test_basic_auth(inst, t)
         test_restart(inst, t)

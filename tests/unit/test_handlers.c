@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_handlers.c: the lists (GET /payments in handlers.c, GET
+ * test_handlers.c: the lists (GET /payments in get.c, GET
  * /payments/{id}/refunds in refund_get.c) on a store whose index holds
  * an entry that names no payment or refund.  The list fails with the
  * store's error; it never ends there as if it were complete, a 200 whose
@@ -14,15 +14,17 @@
 #include "buf.h"
 #include "cfg.h"
 #include "err.h"
-#include "handlers.h"
+#include "get.h"
 #include "harness.h"
 #include "idem.h"
 #include "metrics.h"
 #include "payment.h"
 #include "refund.h"
+#include "refund_get.h"
 #include "request.h"
 #include "response.h"
 #include "rowkey.h"
+#include "shared.h"
 
 static char dir[256];
 static struct idem *idem;
@@ -84,26 +86,35 @@ put_payment(uint64_t t)
 	buf_free(&body);
 }
 
-/* Runs a GET of path (query "") as scope; the answer's status. */
+/*
+ * Runs GET /payments (payment NULL) or GET /payments/{payment}/refunds
+ * (query "") as scope, as the route table's handler; the status.
+ */
 static int
-get(const char *path, struct response *resp)
+get(const char *payment, struct response *resp)
 {
 	struct pay_env env = { &cfg, idem, NULL, IDEM_OK, NULL };
-	char method[] = "GET", query[] = "", target[64];
+	char method[] = "GET", query[] = "";
 	struct pay_note note;
 	struct request req;
+	struct pay_call c;
 
-	snprintf(target, sizeof(target), "%s", path);
 	memset(&req, 0, sizeof(req));
 	memset(&note, 0, sizeof(note));
+	memset(&c, 0, sizeof(c));
 	req.method = method;
-	req.path = target;
 	req.query = query;
 	resp_init(resp);
-	if (strcmp(path, "/payments") == 0)
-		pay_list(&env, &req, scope, resp);
+	c.env = &env;
+	c.note = &note;
+	c.req = &req;
+	c.scope = scope;
+	c.param[0] = payment;
+	c.resp = resp;
+	if (payment == NULL)
+		pay_list(&c);
 	else
-		refund_route(&env, &note, &req, REQ_OK, scope, resp);
+		refund_list(&c);
 	return resp->status;
 }
 
@@ -118,7 +129,7 @@ test_payments_bad_entry(void)
 	struct response resp;
 
 	put_payment(1000);
-	HARNESS_EQ(get("/payments", &resp), 200);
+	HARNESS_EQ(get(NULL, &resp), 200);
 	CU_ASSERT(resp.body.len > 0 && memmem(resp.body.data, resp.body.len,
 	    pay_id, PAY_ID_LEN) != NULL);
 	resp_free(&resp);
@@ -127,7 +138,7 @@ test_payments_bad_entry(void)
 	    buf_put_u64(&idx, 2000) == IDEM_OK &&
 	    buf_append(&idx, "0123456789abcdef", ROWKEY_LEN) == IDEM_OK);
 	put(PAY_TABLE_BY_ACCOUNT, idx.data, idx.len, "junk", 4);
-	HARNESS_EQ(get("/payments", &resp), 503);
+	HARNESS_EQ(get(NULL, &resp), 503);
 	resp_free(&resp);
 	buf_free(&idx);
 }
@@ -136,14 +147,12 @@ test_payments_bad_entry(void)
 static void
 test_refunds_bad_entry(void)
 {
-	char path[64];
 	struct buf idx = BUF_INIT;
 	struct response resp;
 	uint8_t name[ROWKEY_LEN];
 
 	put_payment(1000);
-	snprintf(path, sizeof(path), "/payments/%s/refunds", pay_id);
-	HARNESS_EQ(get(path, &resp), 200);
+	HARNESS_EQ(get(pay_id, &resp), 200);
 	resp_free(&resp);
 
 	rowkey(pay_id, PAY_ID_LEN, name);
@@ -151,7 +160,7 @@ test_refunds_bad_entry(void)
 	    buf_put_u64(&idx, 2000) == IDEM_OK &&
 	    buf_append(&idx, "0123456789abcdef", ROWKEY_LEN) == IDEM_OK);
 	put(REFUND_TABLE_BY_PAYMENT, idx.data, idx.len, "junk", 4);
-	HARNESS_EQ(get(path, &resp), 503);
+	HARNESS_EQ(get(pay_id, &resp), 503);
 	resp_free(&resp);
 	buf_free(&idx);
 }

@@ -2,6 +2,8 @@
 # for /payments/%0Aidem:... wrote a forged line into the web server's
 # error log).  Every field taken from the request is escaped (\xHH for
 # bytes outside printable ASCII): the log holds one line per request.
+# The path is no route's (its segments hold "/"), so it is 404 with or
+# without credentials (doc/DESIGN.md, "The application's layers").
 
 request forged: GET /payments/%0A2026-01-01T00:00:00.000Z%20idem:%20203.0.113.9%20POST%20/payments%20201%20account=acct_bob%20key=-%20outcome=claim
   as alice
@@ -12,7 +14,7 @@ expect: 404
 
 request unauthenticated: like forged
   drop Authorization
-expect: 401
-  problem: unauthorized
+expect: 404
+  problem: not-found
   stderr-lacks: {byte:0a}2026-01-01T00:00:00.000Z
   stderr-lacks: {byte:0a}idem:

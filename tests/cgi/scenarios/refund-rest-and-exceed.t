@@ -58,6 +58,17 @@ request page: GET /payments/{id}/refunds?limit=1
 expect: 200
   json: {"data":[{"id":"{second}","payment":"{id}","amount":70.00,"currency":"BRL","status":"succeeded","created_at":"{any}"}],"has_more":true}
 
+request page2: GET /payments/{id}/refunds?limit=1&starting_after={second}
+  as alice
+expect: 200
+  json: {"data":[{"id":"{first}","payment":"{id}","amount":30.00,"currency":"BRL","status":"succeeded","created_at":"{any}"}],"has_more":false}
+
+request unknown: GET /payments/{id}/refunds?after={second}
+  as alice
+expect: 400
+  problem: bad-request
+  json: {"type": "{any}", "title": "{any}", "status": 400, "detail": "Unknown query parameter: after. This list takes limit, starting_after and ending_before."}
+
 request one: GET /payments/{id}/refunds/{first}
   as alice
 expect: 200

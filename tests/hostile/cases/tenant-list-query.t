@@ -1,5 +1,5 @@
 # Invariant 4, isolation: query parameters naming another account do not
-# widen bob's list.
+# widen bob's list: they are no parameters of the list, refused by name.
 
 request alice: POST /payments
   as alice
@@ -9,6 +9,12 @@ request alice: POST /payments
 expect: 201
 
 request bob: GET /payments?account=acct_alice&scope=acct_alice&limit=100
+  as bob
+expect: 400
+  problem: bad-request
+  json: {"type": "{any}", "title": "{any}", "status": 400, "detail": "Unknown query parameter: account, scope. This list takes limit, starting_after and ending_before."}
+
+request bob-list: GET /payments?limit=100
   as bob
 expect: 200
   json: {"data": [], "has_more": false}
