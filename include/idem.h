@@ -131,6 +131,13 @@ void idem_fingerprint(enum idem_fp_mode mode, const char *method,
 /* The most headers a stored response keeps, and recovery point bytes. */
 #define IDEM_MAX_HEADERS 8
 #define IDEM_MAX_POINT 4096
+/*
+ * The most bytes of an answer idem_finish stores: its body and its
+ * headers' names and values.  A larger answer is not stored in part:
+ * idem_finish (or the hook's idem_tx_respond) refuses it with
+ * IDEM_ETOOBIG, and the claim is still the caller's (since 0.4.0).
+ */
+#define IDEM_MAX_ANSWER (1024 * 1024)
 
 struct idem_header {
 	const char *name;
@@ -457,7 +464,8 @@ int idem_checkpoint(struct idem_call *c, uint32_t stage, const void *point,
  * response (idem_tx_respond), then stores the response; the rows and the
  * stored answer commit together or not at all, and are on disk when this
  * returns IDEM_OK.  The key stays replayable for at least the TTL from
- * now.  IDEM_ELOST (counted; nothing written), the hook's error, store
+ * now.  IDEM_ELOST (counted; nothing written), IDEM_ETOOBIG (an answer
+ * past IDEM_MAX_ANSWER; nothing written), the hook's error, store
  * errors; on an error other than IDEM_ELOST the claim is still the
  * caller's to release or abandon.
  */

@@ -688,6 +688,29 @@ idem_checkpoint(struct idem_call *c, uint32_t stage, const void *point,
 	return IDEM_OK;
 }
 
+/*
+ * Whether resp is larger than IDEM_MAX_ANSWER, counting its body and its
+ * headers' names and values (a missing one counts nothing here: the
+ * record's own checks refuse it).
+ */
+static int
+idem_answer_too_big(const struct idem_response *resp)
+{
+	size_t n = resp->bodylen, i;
+
+	if (n > IDEM_MAX_ANSWER)
+		return 1;
+	for (i = 0; resp->headers != NULL && i < resp->nheaders; i++) {
+		if (resp->headers[i].name != NULL)
+			n += strlen(resp->headers[i].name);
+		if (resp->headers[i].value != NULL)
+			n += strlen(resp->headers[i].value);
+		if (n > IDEM_MAX_ANSWER)
+			return 1;
+	}
+	return 0;
+}
+
 int
 idem_finish(struct idem_call *c, const struct idem_response *resp,
     idem_tx_fn hook, void *hook_ctx)
@@ -703,6 +726,8 @@ idem_finish(struct idem_call *c, const struct idem_response *resp,
 		return IDEM_EINVAL;
 	if ((rc = rec_response_borrow(resp, &rr)) != IDEM_OK)
 		return rc;
+	if (idem_answer_too_big(resp))
+		return IDEM_ETOOBIG;
 	memset(&own, 0, sizeof(own));
 	if (idem->seal != NULL) {
 		if ((rc = idem__seal_response(idem, c->scope, c->key, &rr,
@@ -845,6 +870,8 @@ idem_tx_respond(struct idem_tx *tx, const struct idem_response *resp)
 	if (!tx->may_respond || resp == NULL ||
 	    resp->nheaders > IDEM_MAX_HEADERS)
 		return IDEM_EINVAL;
+	if (idem_answer_too_big(resp))
+		return IDEM_ETOOBIG;
 	tx->respond = resp;
 	return IDEM_OK;
 }

@@ -910,6 +910,55 @@ replayed_as(const char *key, const struct idem_response *resp)
 	idem_call_free(c);
 }
 
+/* A hook that answers with the response its context points to. */
+static int
+respond_with(void *ctx, struct idem_tx *tx)
+{
+	return idem_tx_respond(tx, ctx);
+}
+
+/*
+ * An answer is stored whole up to IDEM_MAX_ANSWER bytes (its body and
+ * its headers' names and values) and replayed as given; a larger one,
+ * given to idem_finish or by its hook, is not stored at all: IDEM_ETOOBIG,
+ * nothing written, and the claim still the caller's, whose release
+ * leaves the key to be used afresh.
+ */
+static void
+test_answer_bound(void)
+{
+	static const struct idem_header h[] = {
+		{ "Content-Type", "application/json" },
+	};
+	size_t hbytes = strlen(h[0].name) + strlen(h[0].value);
+	struct idem_response big = { 200, h, 1, NULL, 0 };
+	struct idem_call *c;
+	char *body;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(body = malloc(IDEM_MAX_ANSWER + 1));
+	memset(body, 'x', IDEM_MAX_ANSWER + 1);
+	big.body = body;
+	/* Exactly the bound: stored, and replayed byte for byte. */
+	big.bodylen = IDEM_MAX_ANSWER - hbytes;
+	complete_key("fits", &big);
+	HARNESS_EQ(begin("fits", fp_a, &c), IDEM_REPLAY);
+	CU_ASSERT_FATAL(idem_call_response(c) != NULL);
+	HARNESS_EQ(idem_call_response(c)->bodylen, big.bodylen);
+	idem_call_free(c);
+	/* One byte more, in the body or in a header: not stored. */
+	big.bodylen = IDEM_MAX_ANSWER - hbytes + 1;
+	HARNESS_EQ(begin("big", fp_a, &c), IDEM_RUN);
+	HARNESS_EQ(idem_finish(c, &big, NULL, NULL), IDEM_ETOOBIG);
+	HARNESS_EQ(idem_finish(c, &created, respond_with, &big),
+	    IDEM_ETOOBIG);
+	HARNESS_EQ(idem_release(c, NULL, NULL), IDEM_OK);
+	idem_call_free(c);
+	HARNESS_EQ(begin("big", fp_a, &c), IDEM_RUN);
+	HARNESS_EQ(idem_finish(c, &created, NULL, NULL), IDEM_OK);
+	idem_call_free(c);
+	free(body);
+}
+
 /*
  * With a replay cache, an answer read from the store once is replayed
  * again without reading it, byte for byte as the store gave it; the same
@@ -1147,6 +1196,8 @@ harness_suites(void)
 	    NULL ||
 	    CU_add_test(s, "options carry their size", test_options_size) ==
 	    NULL ||
+	    CU_add_test(s, "answers stored up to IDEM_MAX_ANSWER",
+	    test_answer_bound) == NULL ||
 	    CU_add_test(s, "version", test_version) == NULL ||
 	    CU_add_test(s, "Retry-After from the typical run",
 	    test_retry_after_from_typical_run) == NULL ||
