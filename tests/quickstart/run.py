@@ -21,7 +21,9 @@ again: the claim ended with the run.
 
 First, "./quickstart packages COMMAND": serve's list has none of the test
 suites' tools (Apache, nginx, Chromium, clang, valgrind, lintian) nor
-PostgreSQL and Patroni, serve-cluster's has those two, check's all.  The
+PostgreSQL and Patroni, serve-cluster's has those two, check's all;
+bench's has check's and wrk and redis-server (the peers' store), which no
+other command installs.  The
 first serve says its build is the first and prints a dot a file compiled;
 the last one's build is not called the first.
 
@@ -55,6 +57,9 @@ PROGRAMS = ("idem-fcgi", "idemctl", "idem-provider")
 TEST_ONLY = ("apache2", "nginx-light", "chromium", "clang", "valgrind",
              "lintian")
 CLUSTER_ONLY = ("postgresql", "patroni")
+# What only ./quickstart bench uses: the load generator, and the Redis the
+# Node.js peers of tests/bench/peers/ store their keys in.
+BENCH_ONLY = ("wrk", "redis-server")
 
 
 def packages(command):
@@ -73,7 +78,7 @@ def check_packages():
     nor the cluster's database, serve-cluster the database and not the
     test tools, check everything."""
     got = {}
-    for command in ("serve", "serve-cluster", "check"):
+    for command in ("serve", "serve-cluster", "check", "bench"):
         got[command], why = packages(command)
         if why:
             RESULTS.record(f"./quickstart packages {command}", [why])
@@ -93,6 +98,15 @@ def check_packages():
         RESULTS.record("check installs everything",
                        [f"check lacks {p}" for p in TEST_ONLY + CLUSTER_ONLY
                         if p not in got["check"]])
+    if got["bench"] is not None:
+        RESULTS.record("bench installs check's packages, wrk and the peers' Redis",
+                       [f"bench lacks {p}" for p in (got["check"] or []) + list(BENCH_ONLY)
+                        if p not in got["bench"]])
+    for command in ("serve", "serve-cluster", "check"):
+        if got[command] is not None:
+            RESULTS.record(f"{command} installs no bench-only package",
+                           [f"{command} installs {p}" for p in BENCH_ONLY
+                            if p in got[command]])
 
 
 def scratch_checkout(build, base):
