@@ -93,6 +93,8 @@ class Settings:
         self.cases = [c for c in os.environ.get("BENCH_CASES", "").split(",") if c]
         self.cluster = env_int("BENCH_CLUSTER", 1, 0) > 0
         self.provider_threads = env_int("BENCH_PROVIDER_THREADS", 64, 1)
+        self.peers = env_int("BENCH_PEERS", 1, 0) > 0
+        self.peer_workers = env_int("BENCH_PEER_WORKERS", 1, 1)
         self.wrk_threads_for = lambda conns: max(1, min(self.wrk_threads, conns))
 
 
@@ -463,6 +465,347 @@ class Server:
         return {"user": self.uid, "group": self.gid, "extra_groups": []}
 
 
+# ---------------------------------------------------------------- peers
+
+# The Node.js idempotency libraries measured beside idem (tests/bench/peers/):
+# (id, the npm packages of its stack).  Each is Express with its library's
+# Redis adapter, its own redis-server at appendfsync always.
+PEERS_DIR = os.path.join(HERE, "peers")
+PEERS = (("express-idempotency", ("express-idempotency",
+                                  "express-idempotency-redis-adapter")),
+         ("node-idempotency", ("@node-idempotency/core",
+                               "@node-idempotency/storage-adapter-redis")))
+# The idem cases the peers run beside, in their shapes: the peers' case of
+# shape X is named PEER-X.
+PEER_SHAPES = ("replay", "fresh", "fresh-wide", "fresh-lat")
+PEER_WARMUP_S = 3          # seconds of fresh payments on each instance first
+
+
+class PeerBroken(Exception):
+    """A peer answered the functional check wrongly."""
+
+
+def redis_call(sock_path, *args, timeout=5):
+    """One command to a redis-server over its unix socket; its reply (a
+    string, integer, None, or a list of those), or RuntimeError."""
+    req = f"*{len(args)}\r\n".encode()
+    for a in args:
+        a = str(a).encode()
+        req += b"$%d\r\n%s\r\n" % (len(a), a)
+
+    def reply(f):
+        head = f.readline()
+        if not head.endswith(b"\r\n"):
+            raise RuntimeError("redis closed the connection")
+        kind, val = head[:1], head[1:-2].decode()
+        if kind == b"-":
+            raise RuntimeError(f"redis: {val}")
+        if kind in (b"+", b":"):
+            return val
+        if kind == b"$":
+            n = int(val)
+            return None if n < 0 else f.read(n + 2)[:n].decode("utf-8", "replace")
+        if kind == b"*":
+            n = int(val)
+            return None if n < 0 else [reply(f) for _ in range(n)]
+        raise RuntimeError(f"redis: unexpected reply {head[:40]!r}")
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+        c.settimeout(timeout)
+        c.connect(sock_path)
+        c.sendall(req)
+        with c.makefile("rb") as f:
+            return reply(f)
+
+
+def stop_group(p, grace=8):
+    """Stops a process started in a session of its own (start_new_session),
+    and everything in its process group, by its pid."""
+    if p is None:
+        return
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(p.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            p.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+
+
+class PeerServer:
+    """One peer (tests/bench/peers/PEER.js, in S.peer_workers Node
+    processes) and its own redis-server: appendonly yes, appendfsync always,
+    no snapshots, its files under the state directory, a unix socket."""
+
+    idemctl = None          # no /metrics: WrkCase settles it by Redis instead
+
+    def __init__(self, name, peer, latency_ms):
+        self.name = name
+        self.peer = peer
+        self.latency_ms = latency_ms
+        self.root = os.path.join(S.run_dir, name)
+        os.makedirs(os.path.join(self.root, "redis"))
+        self.port = free_port()
+        self.sock = os.path.join(self.root, "redis.sock")
+        self.keys = os.path.join(self.root, "keys")
+        with open(self.keys, "w") as f:
+            for acct, sec in S.secrets.items():
+                f.write(f"{acct} {hashlib.sha256(sec.encode()).hexdigest()}\n")
+        self.logs = [os.path.join(self.root, "redis.log"),
+                     os.path.join(self.root, "node.log")]
+        self.redis = self.node = None
+        INSTANCES.append(self)
+
+    def log_tail(self):
+        return "\n".join(t for t in (tail(p) for p in self.logs) if t)
+
+    def start(self):
+        argv = ["redis-server", "--port", "0", "--unixsocket", self.sock,
+                "--unixsocketperm", "700", "--dir", os.path.join(self.root, "redis"),
+                "--appendonly", "yes", "--appendfsync", "always", "--save", "",
+                "--daemonize", "no", "--logfile", self.logs[0]]
+        self.redis = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      cwd=self.root, start_new_session=True)
+        end = time.monotonic() + 15
+        while True:
+            if self.redis.poll() is not None:
+                raise RuntimeError(f"{self.name}: redis-server exited "
+                                   f"{self.redis.returncode}\n" + self.log_tail())
+            try:
+                if redis_call(self.sock, "PING") == "PONG":
+                    break
+            except (OSError, RuntimeError):
+                pass
+            if time.monotonic() > end:
+                raise RuntimeError(f"{self.name}: redis-server does not answer\n"
+                                   + self.log_tail())
+            time.sleep(0.05)
+        got = redis_call(self.sock, "CONFIG", "GET", "appendfsync")
+        if got != ["appendfsync", "always"]:
+            raise RuntimeError(f"{self.name}: redis-server is not at appendfsync always")
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C",
+               "NODE_ENV": "production", "PEER_PORT": str(self.port),
+               "PEER_REDIS_SOCKET": self.sock, "PEER_KEYS_FILE": self.keys,
+               "PEER_PROVIDER_LATENCY_MS": str(self.latency_ms),
+               "PEER_WORKERS": str(S.peer_workers)}
+        with open(self.logs[1], "ab") as out:
+            self.node = subprocess.Popen(
+                ["node", os.path.join(PEERS_DIR, f"{self.peer}.js")],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                cwd=PEERS_DIR, env=env, start_new_session=True)
+        end = time.monotonic() + 20
+        last = "no answer"
+        while time.monotonic() < end:
+            if self.node.poll() is not None:
+                raise RuntimeError(f"{self.name}: node exited {self.node.returncode}\n"
+                                   + self.log_tail())
+            try:
+                st, _, body = http_call(self.port, "GET", "/healthz", timeout=2)
+                if st == 200:
+                    return
+                last = f"{st} {body[:120]!r}"
+            except (OSError, http.client.HTTPException) as e:
+                last = repr(e)
+            time.sleep(0.05)
+        raise RuntimeError(f"{self.name}: GET /healthz not 200 ({last})\n" + self.log_tail())
+
+    def commands(self):
+        info = redis_call(self.sock, "INFO", "stats") or ""
+        m = re.search(r"^total_commands_processed:(\d+)", info, re.M)
+        return int(m.group(1)) if m else 0
+
+    def settle(self, limit=40):
+        """Waits until the requests wrk left in flight are answered: for
+        half a second Redis runs no command but our own INFO."""
+        end = time.monotonic() + limit
+        try:
+            last = self.commands()
+            still_since = time.monotonic()
+            while time.monotonic() < end:
+                time.sleep(0.1)
+                now = self.commands()
+                if now - last > 1:
+                    still_since = time.monotonic()
+                elif time.monotonic() - still_since >= 0.5:
+                    return
+                last = now
+        except (OSError, RuntimeError):
+            return
+        say(f"{self.name}: still answering after {limit} s")
+
+    def stop(self):
+        p, self.node = self.node, None
+        stop_group(p)
+        p, self.redis = self.redis, None
+        stop_group(p)
+
+
+def check_peer(server):
+    """Asks the peer once per case shape, as the bench will: a fresh key
+    is a 201 with a payment, the same key again the same body, no key a
+    400.  Leaves "bench-replay" stored for the replay case.  PeerBroken
+    says what was wrong."""
+    headers = {"Authorization": f"Bearer {S.secrets[ACCOUNT]}",
+               "Content-Type": "application/json"}
+    def post(key):
+        h = dict(headers)
+        if key is not None:
+            h["Idempotency-Key"] = f'"{key}"'
+        try:
+            return http_call(server.port, "POST", "/payments", BODY.encode(), h)
+        except (OSError, http.client.HTTPException) as e:
+            raise PeerBroken(f"{server.name}: POST /payments: {e!r}") from None
+    st, _, body = post("bench-replay")
+    try:
+        pay = json.loads(body)
+    except ValueError:
+        pay = None
+    if st != 201 or not isinstance(pay, dict) or not str(pay.get("id", "")) or \
+            pay.get("amount") != 100 or pay.get("currency") != "BRL" or \
+            pay.get("status") != "succeeded":
+        raise PeerBroken(f"{server.name}: a fresh payment answered {st} "
+                         f"{body[:200]!r}, not 201 with the payment")
+    # The first answer may be stored just after it is sent (express-
+    # idempotency stores it once sent): while the key is in progress (409),
+    # ask again, for at most 5 s.
+    end = time.monotonic() + 5
+    while True:
+        st2, _, again = post("bench-replay")
+        if st2 != 409 or time.monotonic() > end:
+            break
+        time.sleep(0.05)
+    if st2 != 201 or again != body:
+        raise PeerBroken(f"{server.name}: the same key again answered {st2} "
+                         f"{again[:200]!r}, not the stored 201 {body[:200]!r}")
+    st3, _, other = post(f"bench-check-{secrets.token_hex(6)}")
+    try:
+        other_id = json.loads(other).get("id")
+    except (ValueError, AttributeError):
+        other_id = None
+    if st3 != 201 or other_id in (None, pay["id"]):
+        raise PeerBroken(f"{server.name}: another key answered {st3} {other[:200]!r}, "
+                         "not a new payment")
+    st4, _, nokey = post(None)
+    if st4 != 400:
+        raise PeerBroken(f"{server.name}: a payment without Idempotency-Key answered "
+                         f"{st4} {nokey[:200]!r}, not 400")
+
+
+def peer_versions():
+    """{package: version} from the lockfile."""
+    with open(os.path.join(PEERS_DIR, "package-lock.json")) as f:
+        lock = json.load(f)
+    return {k[len("node_modules/"):]: v.get("version", "?")
+            for k, v in lock.get("packages", {}).items()
+            if k.startswith("node_modules/") and "/node_modules/" not in k[13:]}
+
+
+def prepare_peers():
+    """npm ci in tests/bench/peers/; False (with a note saying why) when
+    the peers cannot run, so that the bench runs without them."""
+    if not S.peers:
+        S.notes.append("The Node.js peers were not run (BENCH_PEERS=0).")
+        return False
+    missing = [t for t in ("node", "npm", "redis-server") if shutil.which(t) is None]
+    if missing:
+        msg = f"The Node.js peers were not run: {', '.join(missing)} not found."
+        say(msg)
+        S.notes.append(msg)
+        return False
+    say("npm ci in tests/bench/peers")
+    try:
+        p = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=PEERS_DIR,
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=600)
+        out = " ".join((p.stdout + p.stderr).split())
+        why = None if p.returncode == 0 else f"exit {p.returncode}: {out[:300]}"
+    except (OSError, subprocess.TimeoutExpired) as e:
+        why = repr(e)
+    if why:
+        msg = ("The Node.js peers were not run: npm ci in tests/bench/peers "
+               f"failed (no network to the npm registry?): {why}")
+        say(msg)
+        S.notes.append(msg)
+        return False
+    S.peer_versions = peer_versions()
+    v = subprocess.run(["node", "-v"], capture_output=True, text=True)
+    r = subprocess.run(["redis-server", "--version"], capture_output=True, text=True)
+    m = re.search(r"v=(\S+)", r.stdout)
+    S.peer_runtime = f"Node.js {v.stdout.strip()}, Redis {m.group(1) if m else '?'}"
+    return True
+
+
+def peer_servers():
+    """Both peers, each at provider latency 0 and at S.latency_ms, started
+    and checked; the bench stops (SystemExit) if one answers wrongly."""
+    out = {}
+    for peer, _ in PEERS:
+        for sfx, lat in (("", 0), ("-lat", S.latency_ms)):
+            srv = PeerServer(f"peer-{peer}{sfx}", peer, lat)
+            srv.start()
+            try:
+                check_peer(srv)
+            except PeerBroken as e:
+                sys.exit(f"bench: STOPPED: peer {peer} failed its functional check "
+                         f"(fresh 201, same key the same body, no key 400), so its "
+                         f"figures would mean nothing: {e}\n" + srv.log_tail())
+            out[srv.name] = srv
+    say("peers answer their functional check: " + ", ".join(sorted(out)))
+    # Node compiles its hot paths as they run: a warm-up of fresh payments
+    # on each instance, so that no round measures a cold one.
+    for srv in out.values():
+        r, _ = wrk(srv, S.connections, PEER_WARMUP_S, "keys.lua",
+                   [f"auth={S.secrets[ACCOUNT]}", "mode=fresh", f"body={BODY}",
+                    f"prefix={S.runid}warm"])
+        srv.settle()
+        if r["bad"] or r["sockerr"]:
+            sys.exit(f"bench: STOPPED: peer {srv.name}'s warm-up had {r['bad']} non-2xx "
+                     f"answers and {r['sockerr']} socket errors\n" + srv.log_tail())
+    return out
+
+
+def peer_cases(servers):
+    """Each peer's cases, in idem's shapes (PEER_SHAPES)."""
+    auth = f"auth={S.secrets[ACCOUNT]}"
+    c, lc = S.connections, S.lat_connections
+    fresh = [auth, "mode=fresh", f"body={BODY}"]
+    out = []
+    for peer, _ in PEERS:
+        srv, lat = servers[f"peer-{peer}"], servers[f"peer-{peer}-lat"]
+        cases = [
+            WrkCase(f"{peer}-replay", f"{peer} replay", srv, c, "fixed.lua",
+                    ["method=POST", "path=/payments", auth, "key=bench-replay",
+                     f"body={BODY}"]),
+            WrkCase(f"{peer}-fresh", f"{peer} fresh, latency 0", srv, c,
+                    "keys.lua", fresh, fresh=True),
+            WrkCase(f"{peer}-fresh-wide", f"{peer} fresh, latency 0", srv, lc,
+                    "keys.lua", fresh, fresh=True),
+            WrkCase(f"{peer}-fresh-lat", f"{peer} fresh, latency {S.latency_ms} ms",
+                    lat, lc, "keys.lua", fresh, fresh=True),
+        ]
+        for x in cases:
+            x.group = "peers"
+            x.shape = x.name[len(peer) + 1:]
+        out += cases
+    if S.cases:
+        out = [x for x in out if x.name in S.cases or x.shape in S.cases]
+    return out
+
+
+def beside_peers(cases, peer_list):
+    """cases with each peer case right after the idem case of its shape."""
+    out = []
+    for c in cases:
+        out.append(c)
+        out += [p for p in peer_list if p.shape == c.name]
+    placed = {id(x) for x in out}
+    return out + [p for p in peer_list if id(p) not in placed]
+
+
 # ---------------------------------------------------------------- wrk
 
 def wrk_argv(server, conns, seconds, script, args, path="/"):
@@ -599,6 +942,8 @@ class WrkCase(Case):
             cpu0 = (cpu_seconds(workers), cpu_seconds(backends))
         r, self.argv = wrk(self.server, self.conns, S.seconds, self.script, args,
                            self.path)
+        if isinstance(self.server, PeerServer):
+            self.server.settle()
         if self.server.idemctl:
             after = self.server.settle()
             if cpu:
@@ -1076,6 +1421,7 @@ def write_report(path, ctx):
             for f in c.failures:
                 w(f"\n- {c.name}: {f}")
     w("")
+    peers_section(cases, w)
     cluster_section(cases, bare, w)
     w("## Flushes per fresh payment")
     w("")
@@ -1159,6 +1505,105 @@ def write_report(path, ctx):
         w(f"| {name} | {len(rows)} | {col('Private')} | {col('Private_Dirty')} | "
           f"{col('Pss')} | {col('Rss')} |")
     w("")
+    if ctx["notes"]:
+        w("## Notes from this run")
+        w("")
+        for n in ctx["notes"]:
+            w(f"- {n}")
+        w("")
+    with open(path, "w") as f:
+        f.write("\n".join(L))
+
+
+def good_rps(r):
+    """Answers with a 2xx status per second in one round's result."""
+    return r["rps"] * (r["requests"] - r["bad"]) / r["requests"] if r["requests"] else 0.0
+
+
+def fmt_lat(us):
+    if us is None:
+        return "n/a"
+    return f"{us / 1e6:.1f} s" if us >= 1e6 else f"{us / 1000:.0f} ms" \
+        if us >= 10_000 else f"{us / 1000:.1f} ms"
+
+
+def peers_lines(cases):
+    """The table of idem beside the Node.js peers, case by case."""
+    if not getattr(S, "peers_ran", False):
+        return [getattr(S, "peers_why", "Not run.")]
+    byname = {c.name: c for c in cases}
+    ran = [peer for peer, _ in PEERS
+           if any(c.group == "peers" and c.name.startswith(peer + "-") for c in cases)]
+    v = S.peer_versions
+    stacks = "; ".join(f"**{peer}**: " + ", ".join(f"{p} {v.get(p, '?')}" for p in pkgs)
+                       for peer, pkgs in PEERS)
+    nproc = S.peer_workers
+    lines = [
+        "The two idempotency libraries Node.js developers reach for, each behind "
+        f"Express {v.get('express', '?')} with that library's Redis adapter "
+        f"(tests/bench/peers/, pinned in its package-lock.json; {stacks}); "
+        f"{S.peer_runtime}; {nproc} Node process{'es' if nproc != 1 else ''} per "
+        f"peer{' (node:cluster)' if nproc > 1 else ''}. Each peer instance has its "
+        "own redis-server: `appendonly yes`, `appendfsync always`, no snapshots, "
+        "a unix socket, its files in the state directory. Their provider is an "
+        "in-memory counter, after the case's latency; idem's figures are its "
+        "cases `replay`, `fresh`, `fresh-wide` and `fresh-lat` (its in-process "
+        "simulated provider, whose ledger is a durable commit). The same requests (accounts, "
+        "keys, bodies: the wrk commands above) in the same rounds, each peer case "
+        "right after idem's case of its shape; before the rounds each peer was "
+        "checked once (a fresh key 201 with the payment, the same key the same "
+        "body, no key 400), then warmed up with "
+        f"{PEER_WARMUP_S} s of fresh payments.", "",
+        "Figures: answers with a 2xx status per second (median over rounds), and "
+        "wrk's p99 (median over rounds); non-2xx answers, when any, in brackets.", "",
+        "| case | conns | idem | " + " | ".join(ran) + " | best peer | idem / best peer |",
+        "|---|---:|---:|" + "---:|" * len(ran) + "---|---:|"]
+    shapes = (("replay", "replay (one stored key)", S.connections),
+              ("fresh", "fresh, provider 0 ms", S.connections),
+              ("fresh-wide", "fresh, provider 0 ms", S.lat_connections),
+              ("fresh-lat", f"fresh, provider {S.latency_ms} ms", S.lat_connections))
+    for shape, label, conns in shapes:
+        def figs(c):
+            if c is None or not c.results:
+                return None, "n/a" if c is None else "failed"
+            rps = med([good_rps(r) for r in c.results])
+            bad = sum(r["bad"] for r in c.results)
+            p99 = med([r["latency_us"]["p99"] for r in c.results])
+            cell = f"{rps:,.0f}/s, p99 {fmt_lat(p99)}" + (f" ({bad:,} non-2xx)" if bad else "")
+            return rps, cell
+        idem_rps, idem_cell = figs(byname.get(shape))
+        peer_figs = [(peer, *figs(byname.get(f"{peer}-{shape}"))) for peer in ran]
+        if idem_rps is None and all(f[1] is None for f in peer_figs):
+            continue
+        best = max((f for f in peer_figs if f[1] is not None), key=lambda f: f[1],
+                   default=None)
+        ratio = f"**{idem_rps / best[1]:.2f}**" if best and best[1] and idem_rps else "n/a"
+        lines.append(f"| {label} | {conns} | {idem_cell} | "
+                     + " | ".join(f[2] for f in peer_figs)
+                     + f" | {best[0] if best else 'n/a'} | {ratio} |")
+    for c in cases:
+        if c.group == "peers":
+            for f in c.failures:
+                lines.append(f"\n- {c.name}: {f}")
+    return lines
+
+
+def peers_section(cases, w):
+    w("## Beside the Node.js peers")
+    w("")
+    for line in peers_lines(cases):
+        w(line)
+    w("")
+
+
+def write_peers_report(path, ctx):
+    """The report of --only peers: the head and the peers' section."""
+    L = []
+    w = L.append
+    report_head(ctx, w)
+    w("Only this part was run (--only peers).")
+    w("")
+    peers_section(ctx["cases"], w)
     if ctx["notes"]:
         w("## Notes from this run")
         w("")
@@ -1487,24 +1932,28 @@ def build_cases(servers, loc):
                               "key=bench-replay", f"body={BODY}"]),
         WrkCase("fresh", "idem fresh payments, latency 0", servers["idem"], c,
                 "keys.lua", [auth, "mode=fresh", f"body={BODY}"], fresh=True),
+        WrkCase("fresh-wide", "idem fresh payments, latency 0", servers["idem"], lc,
+                "keys.lua", [auth, "mode=fresh", f"body={BODY}"], fresh=True),
         WrkCase("fresh-lat", f"idem fresh payments, latency {S.latency_ms} ms",
                 servers["idem-lat"], lc, "keys.lua",
                 [auth, "mode=fresh", f"body={BODY}"], fresh=True),
         WrkCase("get", "idem GET /payments/{id}", servers["idem"], c,
                 "fixed.lua", ["method=GET", f"path={loc}", auth]),
     ]
-    for size in ("10k", "1m"):
+    # The replays of the filled stores, when they were made (not with --only).
+    for size in ("10k", "1m") if "idem-10k" in servers else ():
         srv = servers[f"idem-{size}"]
         cases.append(WrkCase(f"replay-{size}-one", f"replay, one key, {size}", srv, c,
                              "fixed.lua", ["method=POST", "path=/payments", auth,
                                            "key=fill-0", f"body={BODY}"]))
-    for size, n in (("10k", S.small_keys), ("1m", S.big_keys)):
+    for size, n in (("10k", S.small_keys), ("1m", S.big_keys)) \
+            if "idem-10k" in servers else ():
         srv = servers[f"idem-{size}"]
         cases.append(WrkCase(f"replay-{size}-random", f"replay, random key, {size}", srv, c,
                              "keys.lua", [auth, "mode=random", f"body={BODY}",
                                           "prefix=fill-", f"count={n}"]))
     # Reorder so that 10k and 1M alternate: one, one, random, random.
-    order = ["bare", "healthz", "replay", "fresh", "fresh-lat", "get",
+    order = ["bare", "healthz", "replay", "fresh", "fresh-wide", "fresh-lat", "get",
              "replay-10k-one", "replay-1m-one", "replay-10k-random", "replay-1m-random"]
     cases.sort(key=lambda x: order.index(x.name))
     threads = [1] + ([S.store_threads] if S.store_threads > 1 else [])
@@ -1632,15 +2081,54 @@ def only_cluster(args, ctx, servers, idem, started):
     return 1 if any(c.failures for c in cases) else 0
 
 
+def start_peers(servers, cases):
+    """The peers, started and checked, with their cases beside idem's;
+    cases unchanged when they cannot run."""
+    S.peers_ran = prepare_peers()
+    if not S.peers_ran:
+        S.peers_why = S.notes[-1]
+        return cases
+    servers.update(peer_servers())
+    return beside_peers(cases, peer_cases(servers))
+
+
+def only_peers(args, ctx, servers, idem, started):
+    """--only peers: idem's cases of the peers' shapes, and the peers'
+    (the bare responder in servers is not started)."""
+    servers["idem"] = Server("idem", idem, {"IDEM_PROVIDER_LATENCY_MS": "0"})
+    servers["idem-lat"] = Server("idem-lat", idem,
+                                 {"IDEM_PROVIDER_LATENCY_MS": str(S.latency_ms)})
+    for n in ("idem", "idem-lat"):
+        servers[n].start()
+    first_payment(servers["idem"])
+    cases = [c for c in build_cases(servers, "/payments") if c.name in PEER_SHAPES]
+    cases = start_peers(servers, cases)
+    ctx["cases"] = cases
+    ctx["fill_argv"] = []
+    run_rounds(cases)
+    for srv in servers.values():
+        srv.stop()
+    ctx["load_after"] = loadavg()
+    ctx["elapsed"] = time.monotonic() - started
+    write_peers_report(args.out, ctx)
+    say(f"wrote {args.out} in {ctx['elapsed']:.0f} s")
+    return 1 if any(c.failures for c in cases) else 0
+
+
 def main():
     global S
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", required=True, help="build directory (--enable-bench)")
     ap.add_argument("--out", default=os.path.join(REPO, "BENCHMARKS.md"))
-    ap.add_argument("--only", choices=("cluster",),
-                    help="run only this part, beside the bare responder, and "
-                    "write only its section (for working on it)")
+    ap.add_argument("--only", choices=("cluster", "peers"),
+                    default=os.environ.get("BENCH_ONLY") or None,
+                    help="run only this part (the cluster beside the bare "
+                    "responder; the peers beside idem's cases of their shapes) "
+                    "and write only its section (for working on it); default "
+                    "$BENCH_ONLY")
     args = ap.parse_args()
+    if args.only not in (None, "cluster", "peers"):
+        ap.error(f"BENCH_ONLY={args.only!r}: cluster or peers")
     S = Settings()
     # The cluster's processes (tests/lib) wait within lib.common's deadline.
     libcommon.DEADLINE.reset(24 * 3600)
@@ -1677,6 +2165,8 @@ def main():
     idem = os.path.join(S.build, "idem-fcgi")
     if args.only == "cluster":
         return only_cluster(args, ctx, servers, idem, started)
+    if args.only == "peers":
+        return only_peers(args, ctx, servers, idem, started)
     servers["idem"] = Server("idem", idem, lat0)
     servers["idem-lat"] = Server("idem-lat", idem,
                                  {"IDEM_PROVIDER_LATENCY_MS": str(S.latency_ms)})
@@ -1705,8 +2195,12 @@ def main():
         servers.update(cluster_servers(idem))
         cases += [c for c in cluster_cases(servers)
                   if not S.cases or c.name in S.cases]
+    cases = start_peers(servers, cases)
     ctx["cases"] = cases
     run_rounds(cases)
+    for srv in servers.values():
+        if isinstance(srv, PeerServer):
+            srv.stop()
 
     fresh = [c for c in cases if isinstance(c, WrkCase) and c.fresh
              and c.group == "main"]
