@@ -11,6 +11,10 @@ the report gives medians with min-max.  Settings come from the environment
 (see tests/bench/README.md); any IDEM_* variable set by the user reaches the
 workers, except the paths each instance owns.
 
+Beside idem's cases, two Node.js peers (tests/bench/peers/: Express with
+express-idempotency or @node-idempotency/core, each on its own Redis at
+appendfsync always) run the same requests in the same rounds.
+
 Python 3 standard library only.  Only 127.0.0.1 is used; every load is
 bounded in time, and so is every process started here.
 """
@@ -746,7 +750,11 @@ def peer_servers():
     for peer, _ in PEERS:
         for sfx, lat in (("", 0), ("-lat", S.latency_ms)):
             srv = PeerServer(f"peer-{peer}{sfx}", peer, lat)
-            srv.start()
+            try:
+                srv.start()
+            except (RuntimeError, OSError) as e:
+                sys.exit(f"bench: STOPPED: peer {peer} did not start (BENCH_PEERS=0 "
+                         f"runs without the peers): {str(e).strip()}")
             try:
                 check_peer(srv)
             except PeerBroken as e:
