@@ -355,10 +355,12 @@ def check_answers(doc, files, R):
     excluded = collections.Counter()
     checked = collections.Counter()
     bad = collections.defaultdict(list)
+    seen = collections.defaultdict(set)
     for a in answers:
         rule = next((r for r, t in EXCLUDED if t(a)), None)
         if rule is not None:
             excluded[rule] += 1
+            seen[rule].add("%s %s %s" % (a["method"], a["path"], a["status"]))
             continue
         what, _, _, _ = chk.expected(a)
         key = "%s -> %s" % (what, a["status"])
@@ -379,6 +381,8 @@ def check_answers(doc, files, R):
             R.ok("%s: %d answers conform" % (key, checked[key]))
     for rule, n in sorted(excluded.items()):
         print("# EXCLUDED %d answers: %s" % (n, rule))
+        for one in sorted(seen[rule])[:20]:
+            print("#   " + one)
     print("# %d answers checked, %d excluded" % (
         sum(checked.values()), sum(excluded.values())))
 
