@@ -39,7 +39,9 @@ except ImportError:
 # and its like: "^/(payments|healthz|metrics)(/|$)"); any other path is
 # one of the web server's files.
 API_PATH = re.compile(r"^/(payments|healthz|metrics)(/|$)")
-TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+# The methods the responder reads (req_method_ok, src/http/request.c): any
+# other is a 400 bad-request, whatever the path.
+METHOD_FORM = re.compile(r"^[A-Z]{1,16}$")
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch",
            "trace")
 
@@ -258,8 +260,8 @@ class Checker:
         doc = self.doc
         comps = doc.get("components", {}).get("responses", {})
         method = a["method"]
-        if not TOKEN.match(method):
-            return "a request line that is not HTTP", \
+        if not METHOD_FORM.match(method):
+            return "a method not of 1 to 16 capital letters", \
                 comps.get("MalformedRequest"), None, "400"
         tpl = match_path(doc, a["path"])
         if tpl is None:

@@ -1,11 +1,10 @@
 # SPDX-License-Identifier: MIT
-# Sourced at the end of tests/cgi.test, cgi-pg.test and live.test, with rc
-# the runner's exit status and IDEM_ANSWERS the answers it recorded
-# (tests/lib/answers.py): checks them against the OpenAPI description
-# (tests/openapi/check.py) and exits with the suite's verdict.  The check
-# counts as one test of the suite; without python3-jsonschema it is
-# skipped (the suite's own verdict stands).  77 (every test skipped)
-# stays 77.
+# Sourced at the end of tests/cgi.test, cgi-pg.test, hostile.test and
+# live.test, with rc the runner's exit status and IDEM_ANSWERS the answers
+# it recorded (tests/lib/answers.py): checks them against the OpenAPI
+# description (tests/openapi/check.py) and exits with the suite's verdict.
+# Without python3-jsonschema the check is skipped and the runner's verdict
+# stands; 77 (the runner skipped everything) stays 77.
 if [ "$rc" -eq 77 ]; then
 	exit 77
 fi
