@@ -42,7 +42,7 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from lib.common import REPLAY_EXEMPT, SANITIZER_MARKS, Results  # noqa: E402
-from lib import pg  # noqa: E402
+from lib import answers, pg  # noqa: E402
 
 # A scenario about the LMDB store's own files says so in a comment, and
 # is skipped with --store pg.
@@ -276,6 +276,7 @@ class Scenario:
         self.vars = {}           # captured values: name -> str
         self.requests = {}       # name -> request dict (for "like")
         self.responses = {}      # name -> Response
+        self.sent = {}           # name -> the CGI environment it ran in
         self.spawned = {}        # name -> (Popen, thread, result holder)
         self.gates = {}          # name -> fifo path
         self.gate_fds = {}       # name -> write fd
@@ -585,6 +586,7 @@ class Scenario:
         req = self.build_request(step)
         self.requests[name] = req
         env, body = self.cgi_env(req, "line %d" % step.line)
+        self.sent[name] = env
         proc = self._popen(env, name)
         holder = {}
 
@@ -624,6 +626,7 @@ class Scenario:
         resp = Response(name, self.requests[name]["method"], proc.returncode,
                         out, err)
         self.responses[name] = resp
+        self._record(name, resp)
         self.log.append("%s -> %s %s" % (name, resp.status if
                                           resp.parse_error is None else "?",
                                           resp.body[:200]))
@@ -643,6 +646,24 @@ class Scenario:
                        ["  ! " + l for l in (report or
                                              text.split("\n"))[:120]])
         return resp
+
+    def _record(self, name, resp):
+        """The answer, for the conformance check (tests/lib/answers.py):
+        only a whole one, from a responder that was not killed."""
+        if not answers.enabled() or resp.parse_error or resp.killed():
+            return
+        env = self.sent[name]
+        headers = [(n[5:].replace("_", "-"), v) for n, v in env.items()
+                   if n.startswith("HTTP_")]
+        headers += [(n.replace("_", "-"), env[n]) for n in
+                    ("CONTENT_TYPE", "CONTENT_LENGTH") if n in env]
+        path = answers.routed_path(env.get("REQUEST_URI", ""),
+                                   env.get("IDEM_MOUNT"))
+        answers.record("cgi:%s:%s" % (self.name, name),
+                       env.get("REQUEST_METHOD"), env.get("REQUEST_URI"),
+                       resp.status, [h for h in resp.headers
+                                     if h[0].lower() != "status"],
+                       resp.body, headers, path)
 
     # -- gates (fifos at fault points) ---------------------------------
 

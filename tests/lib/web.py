@@ -4,6 +4,7 @@
 import http.client
 import json
 
+from lib import answers
 from lib.common import DEADLINE, HOST
 
 
@@ -41,6 +42,8 @@ def http_request(port, method, path, body=None, headers=None, conn=None):
             pass   # the server may answer (413) before reading the whole body
         r = conn.getresponse()
         data = r.read()
+        answers.record("http:%d" % port, method, path, r.status,
+                       r.getheaders(), data, list(hdrs.items()))
         return Reply(r.status, r.getheaders(), data)
     finally:
         conn.close()

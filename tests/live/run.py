@@ -37,6 +37,7 @@ from lib.servers import (CLASSES, INSTANCES, Apache, Lighttpd,  # noqa: E402
 from lib.web import Reply, http_request  # noqa: E402
 
 SERVERS = ("lighttpd", "lighttpd-spawn", "apache", "nginx")
+SRCDIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BODY = b'{"amount": 100.00, "currency": "BRL"}'
 OTHER_BODY = b'{"amount": 250.00, "currency": "BRL"}'
 RESULTS = Results()
@@ -152,6 +153,16 @@ def test_contract(inst, t):
         expect((r.header("Content-Type") or "").startswith("text/html"),
                f"GET {path}: Content-Type {r.header('Content-Type')!r}")
     t("problem type page served from www/", problem_page)
+
+    def description():
+        r = http_request(port, "GET", "/openapi.json")
+        expect(r.status == 200, f"GET /openapi.json: {r.brief()}")
+        ctype = (r.header("Content-Type") or "").split(";")[0].strip()
+        expect(ctype == "application/json", f"Content-Type {r.header('Content-Type')!r}")
+        with open(os.path.join(SRCDIR, "www", "openapi.json"), "rb") as f:
+            expect(r.body == f.read(), "not the bytes of www/openapi.json")
+        expect(r.json().get("openapi", "").startswith("3.1."), "not OpenAPI 3.1")
+    t("/openapi.json served as JSON from www/", description)
 
     def no_creds():
         r = http_request(port, "POST", "/payments", BODY, pay_headers(None, new_key("nocred")))

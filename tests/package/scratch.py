@@ -327,11 +327,12 @@ def check_security(root, udir, units):
 
 def check_www(root):
     """The web root the package installs: the pages the answers link to
-    (the problem types, the key policy), never the quick start's demo
-    page nor the demo API keys it carries."""
+    (the problem types, the key policy) and the OpenAPI description,
+    never the quick start's demo page nor the demo API keys it carries."""
     www = root.at("/usr/share/idem/www")
     problems = [f"{f} missing" for f in ("policy.html", "problems/index.html",
-                                         "problems/key-reused.html")
+                                         "problems/key-reused.html",
+                                         "openapi.json")
                 if not os.path.isfile(os.path.join(www, f))]
     for d, _, files in os.walk(www):
         for f in files:
@@ -342,8 +343,8 @@ def check_www(root):
             with open(path, "rb") as fh:
                 if re.search(rb"sk_test_|sk_live_", fh.read()):
                     problems.append(f"{name}: carries an API key")
-    R.record("/usr/share/idem/www: problem pages and policy, no demo page "
-             "or demo keys", problems)
+    R.record("/usr/share/idem/www: problem pages, policy and OpenAPI "
+             "description, no demo page or demo keys", problems)
 
 
 def unit_command(root, unit):
@@ -506,6 +507,12 @@ def payments(root, port, env):
     else:
         R.fail("another amount: 422 with a served type page",
                other.brief() + (f"; {ptype}: {page.status}" if page else ""))
+    desc = http_request(port, "GET", "/openapi.json")
+    ctype = (desc.header("Content-Type") or "").split(";")[0].strip()
+    if desc.status == 200 and ctype == "application/json":
+        R.ok("/openapi.json served as application/json from /usr/share/idem/www")
+    else:
+        R.fail("/openapi.json served as application/json", desc.brief())
     p = root.run(["idemctl", "stats"], user="idem", env=env)
     stats = dict(re.findall(r"^(\w+): (\d+)$", p.stdout, re.M))
     if p.returncode == 0 and stats.get("payments") == "1" and \

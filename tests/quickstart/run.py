@@ -55,7 +55,7 @@ PROGRAMS = ("idem-fcgi", "idemctl", "idem-provider")
 # What only the test suites use: serve must not install any of these, and
 # serve-cluster only its database (PostgreSQL under Patroni).
 TEST_ONLY = ("apache2", "nginx-light", "chromium", "clang", "valgrind",
-             "lintian")
+             "lintian", "python3-jsonschema", "npm")
 CLUSTER_ONLY = ("postgresql", "patroni")
 # What only ./quickstart bench uses: the load generator, and the Redis the
 # Node.js peers of tests/bench/peers/ store their keys in.
