@@ -349,12 +349,13 @@ app_route(struct app *a, struct pay_note *note, enum req_status st,
 		c.param[i] = params[i];
 	c.resp = resp;
 	if (r->keyed) {
-		if (keyed_precheck(&env, req, st, r->noun, key, &doc, fp,
-		    resp) != 0)
+		if (keyed_precheck(&env, req, st, r->noun, r->fp_ignore, key,
+		    &doc, fp, resp) != 0)
 			goto out;
 		c.key = key;
 		c.doc = doc;
 		c.fp = fp;
+		c.fp_ignore = r->fp_ignore;
 	} else if (st != REQ_OK) {
 		pay_bad_request(st, &a->cfg, resp);
 		goto out;
