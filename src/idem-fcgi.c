@@ -37,6 +37,7 @@ fail(const char *why)
 	const char *rid = req_id(getenv("HTTP_X_REQUEST_ID"), made);
 
 	resp_init(&resp);
+	resp.instance = rid;
 	problem_build(&resp, PROBLEM_INTERNAL, "The service is not configured "
 	    "correctly; nothing was done.  Retry later.");
 	resp_header(&resp, "Cache-Control", "no-store");

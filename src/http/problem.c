@@ -61,6 +61,26 @@ static const struct {
 static const char *problem_base = "/problems/";
 
 void
+problem_instance_of(const char *id, char *out)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)id; *p != '\0'; p++) {
+		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' ||
+		    *p == '_' || *p == '~') {
+			*out++ = (char)*p;
+			continue;
+		}
+		*out++ = '%';
+		*out++ = hex[*p >> 4];
+		*out++ = hex[*p & 0x0f];
+	}
+	*out = '\0';
+}
+
+void
 problem_set_base(const char *base)
 {
 	problem_base = base;
@@ -140,7 +160,7 @@ int
 problem_build(struct response *resp, enum problem p, const char *fmt, ...)
 {
 	struct json_writer w;
-	char *raw = NULL, *detail = NULL, *type = NULL;
+	char *raw = NULL, *detail = NULL, *type = NULL, *instance = NULL;
 	va_list ap;
 	int rc = IDEM_ENOMEM;
 
@@ -156,11 +176,17 @@ problem_build(struct response *resp, enum problem p, const char *fmt, ...)
 		type = NULL;
 		goto out;
 	}
+	if (resp->instance != NULL) {
+		if ((instance = malloc(3 * strlen(resp->instance) + 1)) ==
+		    NULL)
+			goto out;
+		problem_instance_of(resp->instance, instance);
+	}
 	resp->status = problem_table[p].status;
 	if ((rc = resp_header(resp, "Content-Type",
 	    "application/problem+json")) != IDEM_OK)
 		goto out;
-	/* RFC 9457 section 3.1: type, title, status and detail. */
+	/* RFC 9457 section 3.1: type, title, status, detail, instance. */
 	json_write_init(&w, &resp->body);
 	json_write_open(&w, '{');
 	json_write_name(&w, "type");
@@ -171,9 +197,14 @@ problem_build(struct response *resp, enum problem p, const char *fmt, ...)
 	json_write_int(&w, problem_table[p].status);
 	json_write_name(&w, "detail");
 	json_write_str(&w, detail);
+	if (instance != NULL) {
+		json_write_name(&w, "instance");
+		json_write_str(&w, instance);
+	}
 	json_write_close(&w, '}');
 	rc = json_write_done(&w);
 out:
+	free(instance);
 	free(type);
 	free(detail);
 	free(raw);

@@ -4,7 +4,12 @@
  *
  * Each problem type has a page under www/problems/ explaining it; the
  * type URI is the base URI (IDEM_PROBLEM_BASE, default "/problems/")
- * followed by the slug.
+ * followed by the slug.  The instance (RFC 9457 section 3.1.5) is the
+ * id of the request being answered, its Request-Id, which the response
+ * carries (struct response's instance): a problem a handler stores with
+ * a key's answer keeps the id of the request that made it, the
+ * occurrence it describes, when it is replayed (doc/DESIGN.md, "Problem
+ * details").
  */
 #ifndef HTTP_PROBLEM_H
 #define HTTP_PROBLEM_H
@@ -40,12 +45,21 @@ enum problem {
 /* Sets the base of type URIs; the string must outlive every problem. */
 void problem_set_base(const char *base);
 
+/*
+ * The instance URI reference of a request id: every byte but RFC 3986's
+ * unreserved characters (letters, digits, "-", ".", "_", "~")
+ * percent-encoded, so that any id is a relative reference of one path
+ * segment (a ":" could otherwise read as a scheme).  out holds at least
+ * 3 * strlen(id) + 1 bytes.
+ */
+void problem_instance_of(const char *id, char *out);
+
 const char *problem_slug(enum problem p);
 int problem_status(enum problem p);
 
 /*
- * Resets resp to the problem p with a detail sentence.  Returns IDEM_OK
- * or IDEM_ENOMEM.
+ * Resets resp to the problem p with a detail sentence, and resp->instance
+ * as its instance when it is set.  Returns IDEM_OK or IDEM_ENOMEM.
  */
 int problem_build(struct response *resp, enum problem p, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

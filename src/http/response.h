@@ -29,6 +29,13 @@ struct resp_header {
 struct response {
 	int status;
 	int head;   /* a HEAD request: headers only, the body is not sent */
+	/*
+	 * The id of the request being answered (its Request-Id), which a
+	 * problem built into this response names as its instance (problem.h);
+	 * NULL outside a request.  Borrowed: set and cleared by whoever
+	 * answers the request (app_handle), kept by resp_reset.
+	 */
+	const char *instance;
 	size_t nheaders;
 	struct resp_header headers[RESP_MAX_HEADERS];
 	struct buf body;

@@ -349,12 +349,13 @@ app_route(struct app *a, struct pay_note *note, enum req_status st,
 		c.param[i] = params[i];
 	c.resp = resp;
 	if (r->keyed) {
-		if (keyed_precheck(&env, req, st, r->noun, key, &doc, fp,
-		    resp) != 0)
+		if (keyed_precheck(&env, req, st, r->noun, r->fp_ignore, key,
+		    &doc, fp, resp) != 0)
 			goto out;
 		c.key = key;
 		c.doc = doc;
 		c.fp = fp;
+		c.fp_ignore = r->fp_ignore;
 	} else if (st != REQ_OK) {
 		pay_bad_request(st, &a->cfg, resp);
 		goto out;
@@ -585,10 +586,16 @@ app_handle(void *app, enum req_status st, const struct request *req,
 	const char *rid = req_id(req->request_id, made);
 
 	memset(&note, 0, sizeof(note));
+	/*
+	 * Every problem built into this answer names the request as its
+	 * instance; one stored with a key's answer keeps that name.
+	 */
+	resp->instance = rid;
 	if (st == REQ_BAD_METHOD || st == REQ_NOMEM || req->path == NULL)
 		pay_bad_request(st, &a->cfg, resp);
 	else
 		app_route(a, &note, st, req, resp);
+	resp->instance = NULL;
 	/* Payment data is never to be kept by caches on the way. */
 	resp_header(resp, "Cache-Control", "no-store");
 	/*

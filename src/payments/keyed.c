@@ -19,11 +19,36 @@ static const char *const keyed_kept[] = { "Content-Type", "Location", "ETag" };
 #define KEYED_KEPT (sizeof(keyed_kept) / sizeof(keyed_kept[0]))
 
 int
-keyed_precheck(const struct pay_env *env, const struct request *req,
-    enum req_status st, const char *what, char key[KEY_MAX + 1],
-    struct json_value **doc, uint8_t fp[IDEM_FP_SIZE], struct response *resp)
+keyed_fingerprint(enum idem_fp_mode mode, const struct request *req,
+    const struct json_value *doc, const char *const *ignore,
+    uint8_t fp[IDEM_FP_SIZE])
 {
-	struct buf canon = BUF_INIT;
+	struct buf body = BUF_INIT;
+	int rc;
+
+	if (mode == IDEM_FP_RAW && json_count_named(doc, ignore) == 0) {
+		idem_fingerprint(IDEM_FP_RAW, req->method, req->path,
+		    req->query, req->body.data, req->body.len, fp);
+		return IDEM_OK;
+	}
+	if (mode == IDEM_FP_RAW)
+		rc = json_strip_members(req->body.data, req->body.len, ignore,
+		    &body);
+	else
+		rc = json_canonical_except(doc, ignore, &body);
+	if (rc == IDEM_OK)
+		idem_fingerprint(mode, req->method, req->path, req->query,
+		    body.data, body.len, fp);
+	buf_free(&body);
+	return rc;
+}
+
+int
+keyed_precheck(const struct pay_env *env, const struct request *req,
+    enum req_status st, const char *what, const char *const *ignore,
+    char key[KEY_MAX + 1], struct json_value **doc,
+    uint8_t fp[IDEM_FP_SIZE], struct response *resp)
+{
 	enum key_status ks;
 	enum json_status js;
 	char err[160];
@@ -51,18 +76,14 @@ keyed_precheck(const struct pay_env *env, const struct request *req,
 		problem_build(resp, PROBLEM_MALFORMED_JSON, "%s", err);
 		return -1;
 	}
-	if (env->cfg->fp_mode == IDEM_FP_CANONICAL) {
-		if (json_canonical(*doc, &canon) != IDEM_OK) {
-			problem_build(resp, PROBLEM_INTERNAL, "Out of memory.");
-			buf_free(&canon);
-			return -1;
-		}
-		idem_fingerprint(IDEM_FP_CANONICAL, req->method, req->path,
-		    req->query, canon.data, canon.len, fp);
-	} else
-		idem_fingerprint(IDEM_FP_RAW, req->method, req->path,
-		    req->query, req->body.data, req->body.len, fp);
-	buf_free(&canon);
+	if (keyed_fingerprint(env->cfg->fp_mode, req, *doc, ignore, fp) !=
+	    IDEM_OK) {
+		/* json_strip_members reads what json_parse accepted. */
+		problem_build(resp, PROBLEM_INTERNAL, "Out of memory.");
+		json_free(*doc);
+		*doc = NULL;
+		return -1;
+	}
 	return 0;
 }
 

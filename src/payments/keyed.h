@@ -21,13 +21,28 @@
 /*
  * The checks before the store, in the contract's order: key (400), body
  * read (413/400), media type (415), JSON (400).  what names the resource
- * in the 415's detail ("payment", "refund").  Returns 0 with *doc the
- * caller's (json_free) and fp the request's fingerprint, or -1 with resp
- * the answer.
+ * in the 415's detail ("payment", "refund"); ignore (NULL-terminated, or
+ * NULL) the body's top-level members the fingerprint leaves out (the
+ * route's fp_ignore, routes.h).  Returns 0 with *doc the caller's
+ * (json_free) and fp the request's fingerprint, or -1 with resp the
+ * answer.
  */
 int keyed_precheck(const struct pay_env *env, const struct request *req,
-    enum req_status st, const char *what, char key[KEY_MAX + 1],
-    struct json_value **doc, uint8_t fp[IDEM_FP_SIZE], struct response *resp);
+    enum req_status st, const char *what, const char *const *ignore,
+    char key[KEY_MAX + 1], struct json_value **doc,
+    uint8_t fp[IDEM_FP_SIZE], struct response *resp);
+
+/*
+ * The fingerprint of a request whose body parsed as doc, in mode, with
+ * the top-level members of the body named in ignore left out: over the
+ * canonical form without them (IDEM_FP_CANONICAL), or over the body's
+ * bytes with their spans removed (IDEM_FP_RAW, json_strip_members).  A
+ * body that names none of them hashes exactly as it did before routes
+ * could name any.  IDEM_OK or IDEM_ENOMEM.
+ */
+int keyed_fingerprint(enum idem_fp_mode mode, const struct request *req,
+    const struct json_value *doc, const char *const *ignore,
+    uint8_t fp[IDEM_FP_SIZE]);
 
 /*
  * Answers a verdict that is not a claim (replay, 409, 422, 429) and

@@ -74,17 +74,19 @@ pay_code_printable(const char *code)
 /*
  * Validates the body of POST /payments: an object with exactly "amount"
  * (a JSON number, exact to the currency's minor unit, positive) and
- * "currency" (a supported ISO 4217 code).  Unknown members are refused so
- * that a misspelt field is an error, not a silent default.
+ * "currency" (a supported ISO 4217 code), and whichever of the members
+ * named in ignore (the route's fp_ignore) it carries, which are not read.
+ * Unknown members are refused so that a misspelt field is an error, not a
+ * silent default.
  */
 int
-pay_order_parse(const struct json_value *doc, struct pay_order *o,
-    char *detail, size_t len)
+pay_order_parse(const struct json_value *doc, const char *const *ignore,
+    struct pay_order *o, char *detail, size_t len)
 {
 	const struct json_value *amount, *currency;
 	enum money_status ms;
 	const char *code;
-	size_t n = 0;
+	size_t n = json_count_named(doc, ignore);
 
 	if (json_type(doc) != JSON_OBJECT) {
 		snprintf(detail, len, "The body must be a JSON object with "

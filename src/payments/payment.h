@@ -49,8 +49,8 @@ struct pay_cp {
  * 0, or -1 with the reason (stored and replayed as the 400's detail) in
  * detail.
  */
-int pay_order_parse(const struct json_value *doc, struct pay_order *o,
-    char *detail, size_t len);
+int pay_order_parse(const struct json_value *doc,
+    const char *const *ignore, struct pay_order *o, char *detail, size_t len);
 
 /* Appends the JSON representation of a charged payment to out. */
 int pay_render(const struct pay_cp *cp, const struct pay_order *o,

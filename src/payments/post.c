@@ -374,7 +374,8 @@ pay_post(const struct pay_call *c)
 	 * only acted on after the claim, keeping the check order (the store's
 	 * answers come first).
 	 */
-	valid = pay_order_parse(c->doc, &o, invalid, sizeof(invalid)) == 0;
+	valid = pay_order_parse(c->doc, c->fp_ignore, &o, invalid,
+	    sizeof(invalid)) == 0;
 	first.o = &o;
 	if (env->idem == NULL) {
 		pay_store_error(resp, env->open_rc);

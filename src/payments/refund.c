@@ -16,13 +16,16 @@
 #include "refund.h"
 
 /*
- * Validates the body of a refund: an object with at most "amount".  The
- * currency is the payment's, so it is not given; an unknown member is
- * refused so that a misspelt field is an error, not a silent full refund.
+ * Validates the body of a refund: an object with at most "amount", and
+ * whichever of the members named in ignore (the route's fp_ignore) it
+ * carries, which are not read.  The currency is the payment's, so it is
+ * not given; an unknown member is refused so that a misspelt field is an
+ * error, not a silent full refund.
  */
 int
-refund_ask_parse(const struct json_value *doc, const struct currency *cur,
-    struct refund_ask *ask, char *detail, size_t len)
+refund_ask_parse(const struct json_value *doc, const char *const *ignore,
+    const struct currency *cur, struct refund_ask *ask, char *detail,
+    size_t len)
 {
 	const struct json_value *amount;
 	enum money_status ms;
@@ -34,7 +37,8 @@ refund_ask_parse(const struct json_value *doc, const struct currency *cur,
 		return -1;
 	}
 	amount = json_get(doc, "amount");
-	if (json_count(doc) != (amount != NULL ? 1u : 0u)) {
+	if (json_count(doc) != (amount != NULL ? 1u : 0u) +
+	    json_count_named(doc, ignore)) {
 		snprintf(detail, len, "Only \"amount\" may be given; the "
 		    "currency is the payment's.");
 		return -1;

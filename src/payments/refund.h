@@ -78,7 +78,8 @@ struct refund_ask {
  * exact to cur's minor unit and positive.  0, or -1 with the reason
  * (stored and replayed as the 400's detail) in detail.
  */
-int refund_ask_parse(const struct json_value *doc, const struct currency *cur,
+int refund_ask_parse(const struct json_value *doc,
+    const char *const *ignore, const struct currency *cur,
     struct refund_ask *ask, char *detail, size_t len);
 
 /*

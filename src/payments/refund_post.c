@@ -484,8 +484,8 @@ refund_post(const struct pay_call *c)
 	if (refund_payment_find(env, payment, c->scope, &first.paid, &cur,
 	    resp) != IDEM_OK)
 		goto out;
-	valid = refund_ask_parse(c->doc, cur, &first.ask, invalid,
-	    sizeof(invalid)) == 0;
+	valid = refund_ask_parse(c->doc, c->fp_ignore, cur, &first.ask,
+	    invalid, sizeof(invalid)) == 0;
 	first.idem = env->idem;
 	first.payment = payment;
 	if (env->keyhash != NULL)

@@ -12,23 +12,34 @@
 #include "routes.h"
 #include "status.h"
 
+/*
+ * What a client sends about its own attempt rather than about the
+ * payment: the time on its clock when it sent it (any JSON value; a
+ * retry sends a later one) and the id its tracing gave the attempt.
+ * Neither is stored nor shown back; a retry that changes, adds or drops
+ * them is the same request.
+ */
+static const char *const route_attempt_members[] = {
+	"client_timestamp", "trace_id", NULL
+};
+
 const struct route routes[ROUTE__MAX] = {
 	[ROUTE_PAYMENT_CREATE] = { "/payments", ROUTE_POST, ROUTE_ACCOUNT,
-	    1, "payment", pay_post },
+	    1, "payment", route_attempt_members, pay_post },
 	[ROUTE_PAYMENT_LIST] = { "/payments", ROUTE_GET, ROUTE_ACCOUNT,
-	    0, NULL, pay_list },
+	    0, NULL, NULL, pay_list },
 	[ROUTE_PAYMENT_GET] = { "/payments/{id}", ROUTE_GET, ROUTE_ACCOUNT,
-	    0, NULL, pay_get },
+	    0, NULL, NULL, pay_get },
 	[ROUTE_REFUND_CREATE] = { "/payments/{id}/refunds", ROUTE_POST,
-	    ROUTE_ACCOUNT, 1, "refund", refund_post },
+	    ROUTE_ACCOUNT, 1, "refund", route_attempt_members, refund_post },
 	[ROUTE_REFUND_LIST] = { "/payments/{id}/refunds", ROUTE_GET,
-	    ROUTE_ACCOUNT, 0, NULL, refund_list },
+	    ROUTE_ACCOUNT, 0, NULL, NULL, refund_list },
 	[ROUTE_REFUND_GET] = { "/payments/{id}/refunds/{refund_id}",
-	    ROUTE_GET, ROUTE_ACCOUNT, 0, NULL, refund_get },
-	[ROUTE_HEALTHZ] = { "/healthz", ROUTE_GET, ROUTE_ANYONE, 0, NULL,
+	    ROUTE_GET, ROUTE_ACCOUNT, 0, NULL, NULL, refund_get },
+	[ROUTE_HEALTHZ] = { "/healthz", ROUTE_GET, ROUTE_ANYONE, 0, NULL, NULL,
 	    pay_healthz },
 	[ROUTE_METRICS_GET] = { "/metrics", ROUTE_GET, ROUTE_METRICS, 0, NULL,
-	    pay_metrics },
+	    NULL, pay_metrics },
 };
 
 const char *const route_who_names[ROUTE_WHO__MAX] = {

@@ -57,6 +57,16 @@ struct route {
 	 */
 	int keyed;
 	const char *noun;           /* keyed: what it makes ("payment") */
+	/*
+	 * keyed: the body's top-level members the fingerprint leaves out
+	 * (NULL-terminated, or NULL for none): what a client may change
+	 * between retries without it being another request, such as its
+	 * own clock or a trace id.  The handler accepts them beside its
+	 * own members and uses nothing of them, so no member that changes
+	 * what is done may be named here (doc/DESIGN.md, "Fingerprint
+	 * exclusions"); the policy page lists them.
+	 */
+	const char *const *fp_ignore;
 	pay_handler_fn handler;
 };
 

@@ -77,6 +77,11 @@ struct pay_call {
 	const char *key;                   /* keyed: the Idempotency-Key */
 	const struct json_value *doc;      /* keyed: the parsed body */
 	const uint8_t *fp;                 /* keyed: its fingerprint */
+	/*
+	 * keyed: the body's members the fingerprint left out (the route's
+	 * fp_ignore), which the handler accepts and ignores; or NULL.
+	 */
+	const char *const *fp_ignore;
 	struct response *resp;
 };
 

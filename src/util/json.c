@@ -1296,3 +1296,171 @@ json_canonical(const struct json_value *v, struct buf *out)
 	json_canon_value(v, &w);
 	return json_write_done(&w);
 }
+
+/* Whether name is one of names (NULL-terminated, or NULL for none). */
+static int
+json_name_in(const char *name, const char *const *names)
+{
+	for (; names != NULL && *names != NULL; names++)
+		if (strcmp(name, *names) == 0)
+			return 1;
+	return 0;
+}
+
+size_t
+json_count_named(const struct json_value *v, const char *const *names)
+{
+	size_t i, n = 0;
+
+	if (v == NULL || v->type != JSON_OBJECT)
+		return 0;
+	for (i = 0; i < v->n; i++)
+		n += json_name_in(json_name(v->u.kids, i), names);
+	return n;
+}
+
+int
+json_canonical_except(const struct json_value *v, const char *const *omit,
+    struct buf *out)
+{
+	struct json_writer w;
+	size_t i;
+
+	if (v == NULL || v->type != JSON_OBJECT)
+		return json_canonical(v, out);
+	json_write_init(&w, out);
+	json_write_open(&w, '{');
+	for (i = 0; i < v->n && w.rc == IDEM_OK; i++) {
+		if (json_name_in(json_name(v->u.kids, i), omit))
+			continue;
+		json_write_name(&w, v->u.kids[2 * i].u.text);
+		json_canon_value(&v->u.kids[2 * i + 1], &w);
+	}
+	json_write_close(&w, '}');
+	return json_write_done(&w);
+}
+
+/*
+ * The span scanner of json_strip_members.  It reads only text json_parse
+ * has accepted, so it needs no error paths of its own: it finds where a
+ * string or a value ends and nothing more, and every read is still
+ * bounded by end.
+ */
+static const unsigned char *
+json_span_ws(const unsigned char *p, const unsigned char *end)
+{
+	while (p < end && json_is_ws(*p))
+		p++;
+	return p;
+}
+
+/* Past the string whose opening quote is at p. */
+static const unsigned char *
+json_span_string(const unsigned char *p, const unsigned char *end)
+{
+	for (p++; p < end && *p != '"'; p++)
+		if (*p == '\\')
+			p++;
+	return p < end ? p + 1 : end;
+}
+
+/* Past the value that starts at p. */
+static const unsigned char *
+json_span_value(const unsigned char *p, const unsigned char *end)
+{
+	size_t depth = 0;
+
+	while (p < end) {
+		if (*p == '"') {
+			p = json_span_string(p, end);
+			continue;
+		}
+		if (*p == '{' || *p == '[')
+			depth++;
+		else if (*p == '}' || *p == ']') {
+			if (depth == 0)
+				return p;
+			depth--;
+		} else if (depth == 0 && (*p == ',' || json_is_ws(*p)))
+			return p;
+		p++;
+	}
+	return p;
+}
+
+/*
+ * Whether the member name quoted in [p, q) is one of omit.  The name is
+ * unescaped by json_parse itself (a quoted string is a JSON text), so a
+ * name is matched exactly as the tree, and every handler, reads it.
+ */
+static int
+json_span_named(const unsigned char *p, const unsigned char *q,
+    const char *const *omit, int *named)
+{
+	struct json_value *v;
+	enum json_status st;
+
+	st = json_parse((const char *)p, (size_t)(q - p), &v, NULL, 0);
+	if (st == JSON_ENOMEM)
+		return IDEM_ENOMEM;
+	if (st != JSON_OK || v->type != JSON_STRING) {
+		json_free(v);
+		return IDEM_EINVAL;
+	}
+	*named = json_name_in(v->u.text, omit);
+	json_free(v);
+	return IDEM_OK;
+}
+
+int
+json_strip_members(const char *text, size_t len, const char *const *omit,
+    struct buf *out)
+{
+	const unsigned char *s = (const unsigned char *)text, *end = s + len;
+	const unsigned char *p, *name, *prev = NULL;
+	int rc, named, kept = 0;
+
+	p = json_span_ws(s, end);
+	if (p == end || *p != '{')
+		return IDEM_EINVAL;
+	p = json_span_ws(p + 1, end);
+	if (p == end)
+		return IDEM_EINVAL;
+	if (*p == '}')
+		return buf_append(out, text, len);
+	if ((rc = buf_append(out, s, (size_t)(p - s))) != IDEM_OK)
+		return rc;
+	for (;;) {
+		if (*p != '"')
+			return IDEM_EINVAL;
+		name = p;
+		p = json_span_string(p, end);
+		if ((rc = json_span_named(name, p, omit, &named)) != IDEM_OK)
+			return rc;
+		p = json_span_ws(p, end);
+		if (p == end || *p != ':')
+			return IDEM_EINVAL;
+		p = json_span_value(json_span_ws(p + 1, end), end);
+		if (!named) {
+			if (kept && (rc = buf_append(out, prev,
+			    (size_t)(name - prev))) != IDEM_OK)
+				return rc;
+			if ((rc = buf_append(out, name, (size_t)(p - name))) !=
+			    IDEM_OK)
+				return rc;
+			kept = 1;
+		}
+		prev = p;
+		p = json_span_ws(p, end);
+		if (p == end)
+			return IDEM_EINVAL;
+		if (*p == '}')
+			break;
+		if (*p != ',')
+			return IDEM_EINVAL;
+		p = json_span_ws(p + 1, end);
+		if (p == end)
+			return IDEM_EINVAL;
+	}
+	return buf_append(out, prev, (size_t)(end - prev));
+}

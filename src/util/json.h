@@ -116,6 +116,42 @@ const char *json_text(const struct json_value *v, size_t *len);
 int json_canonical(const struct json_value *v, struct buf *out);
 
 /*
+ * Fingerprint exclusions: an endpoint may name top-level members of its
+ * body that do not count toward the request's fingerprint (doc/DESIGN.md,
+ * "Fingerprint exclusions").  names is a NULL-terminated list of
+ * unescaped member names, or NULL for none; a name is matched after
+ * unescaping, so "trace\u005fid" is the member trace_id, as json_get
+ * finds it.
+ */
+
+/* How many members of the object v are named in names; 0 for others. */
+size_t json_count_named(const struct json_value *v, const char *const *names);
+
+/*
+ * The canonical form of v with the top-level members named in omit left
+ * out (when v is an object; nested members always count).  With no such
+ * member it is json_canonical's output byte for byte.  IDEM_OK or
+ * IDEM_ENOMEM.
+ */
+int json_canonical_except(const struct json_value *v,
+    const char *const *omit, struct buf *out);
+
+/*
+ * The raw form of the same: text, which must be a JSON object that
+ * json_parse accepted, with the span of each top-level member named in
+ * omit removed, from its name's opening quote to the end of its value,
+ * together with the separator before it (from the end of the previous
+ * member's value), or, for the first member, the one after it.  So
+ * {"a": 1, "t": 2} and {"t": 2, "a": 1} both give {"a": 1}, the bytes a
+ * client that does not send "t" sends; everything else, the white space
+ * inside and around the kept members, is kept as it is.  Appended to
+ * out; IDEM_OK, IDEM_ENOMEM, or IDEM_EINVAL when text is not such an
+ * object.
+ */
+int json_strip_members(const char *text, size_t len,
+    const char *const *omit, struct buf *out);
+
+/*
  * A writer of JSON text into a buffer: the one way JSON is written, by
  * the canonical form and by every response.  It places the commas and
  * escapes strings as the canonical form does (json_write_string); the

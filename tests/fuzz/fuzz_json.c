@@ -13,6 +13,12 @@
  * it would report as JSON_ENOMEM (a real allocation failure cannot happen
  * here: libFuzzer's malloc limit stops the run first).
  *
+ * And the fingerprint exclusions agree (json.h): for an object, what
+ * json_strip_members leaves of the text parses, names none of the
+ * members left out, and its canonical form is json_canonical_except's.
+ * So the raw and the canonical fingerprint leave out the same members,
+ * and no text can make the raw one keep or drop something else.
+ *
  * And, in a build that found cJSON (HAVE_CJSON), the tree is the one
  * cJSON reads from the same text whenever cJSON accepts it too
  * (json_cjson_same), so a parser that is wrong without crashing is
@@ -31,6 +37,42 @@
 #endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Names that seeds and mutations meet often: short, and one escaped. */
+static const char *const fuzz_omit[] = { "a", "t_1", "", NULL };
+
+/* Aborts unless the raw and the canonical exclusions of v agree. */
+static void
+fuzz_json_strip(const uint8_t *data, size_t size, const struct json_value *v)
+{
+	struct buf raw = BUF_INIT, a = BUF_INIT, b = BUF_INIT;
+	struct json_value *w = NULL;
+	int rc;
+
+	rc = json_strip_members((const char *)data, size, fuzz_omit, &raw);
+	if (json_type(v) != JSON_OBJECT) {
+		if (rc != IDEM_EINVAL)
+			abort();
+		goto out;
+	}
+	if (rc == IDEM_ENOMEM)
+		goto out;
+	if (rc != IDEM_OK ||
+	    json_parse(raw.data, raw.len, &w, NULL, 0) != JSON_OK ||
+	    json_count_named(w, fuzz_omit) != 0 ||
+	    json_count(w) + json_count_named(v, fuzz_omit) != json_count(v))
+		abort();
+	if (json_canonical_except(v, fuzz_omit, &a) != IDEM_OK ||
+	    json_canonical(w, &b) != IDEM_OK)
+		goto out;
+	if (a.len != b.len || memcmp(a.data, b.data, a.len) != 0)
+		abort();
+out:
+	json_free(w);
+	buf_free(&raw);
+	buf_free(&a);
+	buf_free(&b);
+}
 
 #ifdef HAVE_CJSON
 /* Aborts unless cJSON refuses the text or reads the tree v from it. */
@@ -76,6 +118,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #ifdef HAVE_CJSON
 	fuzz_json_cjson(data, size, v);
 #endif
+	fuzz_json_strip(data, size, v);
 	if (json_canonical(v, &once) != IDEM_OK)
 		goto out;
 	if (json_parse(once.data, once.len, &w, err, sizeof(err)) != JSON_OK)

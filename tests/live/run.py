@@ -521,6 +521,31 @@ def test_restart(inst, t):
           lambda: expect(state["clean"], "workers still alive 5 s after SIGTERM (needed SIGKILL)"))
 
 
+def test_workers_down(inst, t):
+    """With no worker listening on the socket, the web server's own error
+    for an API path is a problem too (etc/nginx: service-unavailable, with
+    Retry-After and the request's id as instance), and the retry with the
+    same key, once workers are back, is carried out once."""
+    port, sec = inst.port, inst.secrets["acct_alpha"]
+    key = new_key("down")
+
+    def run():
+        clean, before = inst.stop_workers()
+        expect(before, "no worker processes found to stop")
+        r = http_request(port, "POST", "/payments", BODY, pay_headers(sec, key))
+        inst.spawn_workers()
+        expect_problem(r, "service-unavailable", 503, "POST with no worker")
+        expect(r.header("Retry-After") == "1", f"no Retry-After: {r.brief()}")
+        rid = r.header("Request-Id")
+        expect(rid and r.json().get("instance") == rid,
+               f"instance is not the Request-Id {rid!r}: {r.body[:300]!r}")
+        r = http_request(port, "GET", "/payments/pay_0", None, pay_headers(sec))
+        expect(r.status == 404, f"a worker's own 404 passes: {r.brief()}")
+        first = http_request(port, "POST", "/payments", BODY, pay_headers(sec, key))
+        expect(first.status == 201, f"retry with workers back: {first.brief()}")
+    t("no worker answering: the API's error is problem+json", run)
+
+
 def provider_charges(inst):
     return inst.provider.stats()["charges"]
 
@@ -698,6 +723,8 @@ def run_server(name, build, args):
         if isinstance(inst, (Apache, Nginx)):
             test_basic_auth(inst, t)
         test_restart(inst, t)
+        if isinstance(inst, Nginx):
+            test_workers_down(inst, t)
         if inst.provider is not None:
             test_provider_service(inst, t)
         if inst.server is not None and inst.server.poll() is not None:

@@ -2,7 +2,8 @@
 /*
  * test_payment.c: the texts a payment's answer is made of, which must be
  * exactly what the printf formats they are written without would print,
- * and the provider key it is charged under.
+ * the provider key it is charged under, and the fingerprint of its
+ * request with the members its route leaves out.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "harness.h"
 #include "keyed.h"
 #include "payment.h"
+#include "routes.h"
 
 /* pay_time as the format "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ" has it. */
 static void
@@ -136,6 +138,112 @@ test_id_shape(void)
 	CU_ASSERT(!pay_id_shape("re_00ff", "pay_", 7));
 }
 
+/*
+ * Fingerprints of POST /payments that releases before fingerprint
+ * exclusions stored: the canonical and the raw fingerprint of FP_BODY,
+ * computed independently with Python's hashlib over fp.c's layout (see
+ * tests/unit/test_fp.c), tagged "idem-fp-v1" over the canonical form
+ * {"amount":1e2,"currency":"BRL"} and "idem-fp-v1-raw" over the bytes.
+ */
+#define FP_BODY "{\"amount\": 100.00, \"currency\": \"BRL\"}"
+#define FP_BODY_CANON \
+	"5e9781bef1ffaca2046ce6d7aafb5b1c792efd7d2402b201f57a0dd1578189d8"
+#define FP_BODY_RAW \
+	"a6d76179816239919ad3a0fb3c035e7510074d509c74d15f340b1be987db1b01"
+
+/* keyed_fingerprint of a POST /payments of body, in hex. */
+static void
+fp_of(enum idem_fp_mode mode, const char *body, char hex[2 * IDEM_FP_SIZE + 1])
+{
+	struct request req;
+	struct json_value *doc = NULL;
+	uint8_t fp[IDEM_FP_SIZE];
+
+	memset(&req, 0, sizeof(req));
+	req.method = (char *)"POST";
+	req.path = (char *)"/payments";
+	req.query = (char *)"";
+	req.body.data = (char *)body;
+	req.body.len = strlen(body);
+	CU_ASSERT_FATAL(json_parse(body, strlen(body), &doc, NULL, 0) ==
+	    JSON_OK);
+	CU_ASSERT_EQUAL_FATAL(keyed_fingerprint(mode, &req, doc,
+	    routes[ROUTE_PAYMENT_CREATE].fp_ignore, fp), IDEM_OK);
+	crypto_hex(fp, sizeof(fp), hex);
+	json_free(doc);
+}
+
+/* A body that names no member the route leaves out hashes as before. */
+static void
+test_fp_unchanged(void)
+{
+	char hex[2 * IDEM_FP_SIZE + 1];
+
+	fp_of(IDEM_FP_CANONICAL, FP_BODY, hex);
+	CU_ASSERT_STRING_EQUAL(hex, FP_BODY_CANON);
+	fp_of(IDEM_FP_RAW, FP_BODY, hex);
+	CU_ASSERT_STRING_EQUAL(hex, FP_BODY_RAW);
+}
+
+/*
+ * A body that differs only in the members the route leaves out, added,
+ * changed or in another place, has the stored fingerprint in both
+ * modes; a body that differs anywhere else has another.
+ */
+static void
+test_fp_exclusions(void)
+{
+	static const char *const same[] = {
+		"{\"amount\": 100.00, \"currency\": \"BRL\", \"trace_id\": "
+		    "\"4bf92f3577b34da6\"}",
+		"{\"trace_id\": 7, \"amount\": 100.00, \"currency\": \"BRL\"}",
+		"{\"amount\": 100.00, \"client_timestamp\": "
+		    "\"2026-12-02T11:00:00Z\", \"currency\": \"BRL\"}",
+		"{\"amount\": 100.00, \"currency\": \"BRL\", \"trace\\u005fid\":"
+		    " \"\\\", \\\"amount\\\": 1\", \"client_timestamp\": 1}",
+	};
+	static const char *const other[] = {
+		"{\"amount\": 100.01, \"currency\": \"BRL\", \"trace_id\": 1}",
+		"{\"amount\": 100.00, \"currency\": \"USD\", \"trace_id\": 1}",
+		"{\"amount\": 100.00, \"currency\": \"BRL\", \"trace_id \": 1}",
+		"{\"amount\": 100.00, \"currency\": \"BRL\", \"Trace_id\": 1}",
+		"{\"amount\": 100.00, \"currency\": \"BRL\", \"metadata\": "
+		    "{\"trace_id\": 1}}",
+	};
+	char hex[2 * IDEM_FP_SIZE + 1];
+	size_t i;
+
+	for (i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		fp_of(IDEM_FP_CANONICAL, same[i], hex);
+		CU_ASSERT_STRING_EQUAL(hex, FP_BODY_CANON);
+		fp_of(IDEM_FP_RAW, same[i], hex);
+		CU_ASSERT_STRING_EQUAL(hex, FP_BODY_RAW);
+	}
+	for (i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+		fp_of(IDEM_FP_CANONICAL, other[i], hex);
+		CU_ASSERT_STRING_NOT_EQUAL(hex, FP_BODY_CANON);
+		fp_of(IDEM_FP_RAW, other[i], hex);
+		CU_ASSERT_STRING_NOT_EQUAL(hex, FP_BODY_RAW);
+	}
+}
+
+/* Every member a client sends to say what to pay still counts. */
+static void
+test_fp_ignore_names(void)
+{
+	static const char *const counted[] = { "amount", "currency",
+	    "description", "metadata", "customer", "source", NULL };
+	const char *const *n;
+	size_t i, r;
+
+	for (r = 0; r < ROUTE__MAX; r++)
+		for (n = routes[r].fp_ignore; n != NULL && *n != NULL; n++) {
+			CU_ASSERT(routes[r].keyed);
+			for (i = 0; counted[i] != NULL; i++)
+				CU_ASSERT_STRING_NOT_EQUAL(*n, counted[i]);
+		}
+}
+
 int
 harness_suites(void)
 {
@@ -146,7 +254,13 @@ harness_suites(void)
 	    CU_add_test(s, "time as printf", test_time) == NULL ||
 	    CU_add_test(s, "etag as printf", test_etag) == NULL ||
 	    CU_add_test(s, "provider key", test_provider_key) == NULL ||
-	    CU_add_test(s, "id shapes", test_id_shape) == NULL)
+	    CU_add_test(s, "id shapes", test_id_shape) == NULL ||
+	    CU_add_test(s, "fingerprints stored before exclusions",
+	    test_fp_unchanged) == NULL ||
+	    CU_add_test(s, "fingerprint exclusions", test_fp_exclusions) ==
+	    NULL ||
+	    CU_add_test(s, "no member that says what to pay is excluded",
+	    test_fp_ignore_names) == NULL)
 		return -1;
 	return 0;
 }

@@ -25,7 +25,7 @@ ask(const char *body, const char *code, struct refund_ask *a)
 	CU_ASSERT_FATAL(json_parse(body, strlen(body), &doc, err,
 	    sizeof(err)) == JSON_OK);
 	detail[0] = '\0';
-	rc = refund_ask_parse(doc, money_currency(code), a, detail,
+	rc = refund_ask_parse(doc, NULL, money_currency(code), a, detail,
 	    sizeof(detail));
 	if (rc != 0)
 		CU_ASSERT(strlen(detail) > 10);

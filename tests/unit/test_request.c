@@ -439,6 +439,32 @@ test_problem_json(void)
 	resp_free(&r);
 }
 
+/*
+ * With the request's id set on the response, a problem names it as its
+ * instance, percent-encoded outside RFC 3986's unreserved characters;
+ * without one (outside a request) it has none.
+ */
+static void
+test_problem_instance(void)
+{
+	static const char want[] = "{\"type\":\"/problems/not-found.html\","
+	    "\"title\":\"Not found\",\"status\":404,\"detail\":\"x\","
+	    "\"instance\":\"req_00ff-._~%2F%3A%25%3F%23%20%22%5C%C3%A9\"}";
+	char out[3 * 16 + 1];
+	struct response r;
+
+	problem_instance_of("req_0123abcdef", out);
+	CU_ASSERT_STRING_EQUAL(out, "req_0123abcdef");
+	resp_init(&r);
+	r.instance = "req_00ff-._~/:%?# \"\\\xc3\xa9";
+	HARNESS_EQ(problem_build(&r, PROBLEM_NOT_FOUND, "x"), IDEM_OK);
+	r.instance = NULL;
+	CU_ASSERT_STRING_EQUAL(r.body.data, want);
+	HARNESS_EQ(problem_build(&r, PROBLEM_NOT_FOUND, "x"), IDEM_OK);
+	CU_ASSERT_PTR_NULL(strstr(r.body.data, "instance"));
+	resp_free(&r);
+}
+
 /* The detail of a problem document, parsed back (the caller frees). */
 static struct json_value *
 problem_detail(const struct response *r, const char **detail)
@@ -566,6 +592,7 @@ harness_suites(void)
 	CU_add_test(s, "headers beyond its room", test_headers_beyond_room);
 	CU_add_test(s, "response recycled", test_resp_recycled);
 	CU_add_test(s, "problem+json body", test_problem_json);
+	CU_add_test(s, "problem instance", test_problem_instance);
 	CU_add_test(s, "problem table complete", test_problem_table_complete);
 	return 0;
 }

@@ -83,7 +83,7 @@ request others: GET /payments?starting_after={idb}
   as alice
 expect: 400
   problem: bad-request
-  json: {"type": "{any}", "title": "{any}", "status": 400, "detail": "starting_after names none of these payments."}
+  json: {"type": "{any}", "title": "{any}", "status": 400, "detail": "starting_after names none of these payments.", "instance": "{any}"}
 
 request both: GET /payments?starting_after={id3}&ending_before={id1}
   as alice
@@ -94,7 +94,7 @@ request unknown: GET /payments?limit=2&startingafter={id3}&page=2
   as alice
 expect: 400
   problem: bad-request
-  json: {"type": "{any}", "title": "{any}", "status": 400, "detail": "Unknown query parameter: startingafter, page. This list takes limit, starting_after and ending_before."}
+  json: {"type": "{any}", "title": "{any}", "status": 400, "detail": "Unknown query parameter: startingafter, page. This list takes limit, starting_after and ending_before.", "instance": "{any}"}
 
 request twice: GET /payments?limit=1&limit=2
   as alice

@@ -67,7 +67,7 @@ request unknown: GET /payments/{id}/refunds?after={second}
   as alice
 expect: 400
   problem: bad-request
-  json: {"type": "{any}", "title": "{any}", "status": 400, "detail": "Unknown query parameter: after. This list takes limit, starting_after and ending_before."}
+  json: {"type": "{any}", "title": "{any}", "status": 400, "detail": "Unknown query parameter: after. This list takes limit, starting_after and ending_before.", "instance": "{any}"}
 
 request one: GET /payments/{id}/refunds/{first}
   as alice

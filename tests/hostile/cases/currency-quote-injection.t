@@ -12,7 +12,7 @@ expect: 400
   problem: invalid-payment
   utf8-body
   no Idempotent-Replayed
-  json: {"type": "/problems/invalid-payment.html", "title": "{any}", "status": 400, "detail": "{any}"}
+  json: {"type": "/problems/invalid-payment.html", "title": "{any}", "status": 400, "detail": "{any}", "instance": "{any}"}
 check: keys=1 completed=1 in_progress=0 payments=0 charges=0
 
 request retry: like hostile

@@ -12,7 +12,7 @@ request bob: GET /payments?account=acct_alice&scope=acct_alice&limit=100
   as bob
 expect: 400
   problem: bad-request
-  json: {"type": "{any}", "title": "{any}", "status": 400, "detail": "Unknown query parameter: account, scope. This list takes limit, starting_after and ending_before."}
+  json: {"type": "{any}", "title": "{any}", "status": 400, "detail": "Unknown query parameter: account, scope. This list takes limit, starting_after and ending_before.", "instance": "{any}"}
 
 request bob-list: GET /payments?limit=100
   as bob
