@@ -5,8 +5,10 @@
  * walks through server-side cursors in batches (more rows than one
  * batch, in order, complete; a callback that stops early), the counts
  * kept beside the rows (a scope's records under its bound, exactly,
- * with many threads claiming at once, far from the bound and near it; a
- * scope's claims that do not queue on its count; a table's rows), and
+ * with many threads claiming at once, far from the bound and near it,
+ * round after round, under two bounds at once; a claim that reads its
+ * slot's allowance, not the sum; a scope's claims that do not queue on
+ * its count; a table's rows), and
  * the migrations that start those counts from what is stored.
  *
  * With fault points, a write whose transaction fails as it begins
