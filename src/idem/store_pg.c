@@ -145,7 +145,18 @@ static const struct pg_migration pg_migrations[PG_SCHEMA_VERSION] = {
 	"  scope bytea NOT NULL,"
 	"  key bytea NOT NULL,"
 	"  gen bigint NOT NULL,"
-	"  PRIMARY KEY (scope, key));" }
+	"  PRIMARY KEY (scope, key));" },
+	/*
+	 * 5: each slot's allowance of its scope's bound (a) and the bound
+	 * it was granted under (b), so that a claim far from the bound
+	 * reads its own slot, not the sum (store_pg_ops.c, pg_quota_claim).
+	 * An expand migration: columns with a constant default, which a
+	 * program of schema 4 does not name, and whose 0 a newer program
+	 * reads as no allowance.
+	 */
+	{ PG_EXPAND, PG_SCHEMA_COMPAT, NULL,
+	"ALTER TABLE idem_quota ADD COLUMN a bigint DEFAULT 0,"
+	"  ADD COLUMN b bigint DEFAULT 0;" }
 };
 
 /*
@@ -474,6 +485,7 @@ pg_session_open(struct pgstore *s, struct pgconn *pc)
 	pc->broken = 0;
 	pc->begin = 0;
 	pc->prepared = 0;
+	memset(pc->granted, 0, sizeof(pc->granted));
 	pc->clock_at = 0;
 	if ((pc->c = pg_connect(s->conninfo, s->read_only, &s->lim, why,
 	    sizeof(why))) == NULL) {

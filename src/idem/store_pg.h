@@ -26,7 +26,9 @@
  *	idem_quota		(scope, slot) -> records added less records
  *				deleted by the sessions of that slot, as
  *				in idem_counts: a scope's count (the
- *				per-scope bound) is the sum of its slots
+ *				per-scope bound) is the sum of its slots;
+ *				a: the slot's allowance of the bound b it
+ *				was granted under (pg_quota_claim)
  *	idem_counts		(tbl, slot) -> rows added less rows
  *				deleted by the sessions whose server
  *				process id is slot modulo PG_COUNT_SLOTS:
@@ -52,7 +54,12 @@
 #include "record.h"
 #include "store.h"
 
-#define PG_SCHEMA_VERSION 4
+#define PG_SCHEMA_VERSION 5
+/*
+ * The compat the migrations leave (store_pg.c): the oldest program
+ * schema version that runs on PG_SCHEMA_VERSION.
+ */
+#define PG_SCHEMA_COMPAT 4
 /* Connections per process: the writers that run at once. */
 #define PG_POOL_MAX 16
 /* Serialization failures and deadlocks retried before IDEM_EIO. */
@@ -64,6 +71,8 @@
  * server-side cursor: its memory is this, not the table's size.
  */
 #define PG_WALK_BATCH 256
+/* Scopes a session remembers holding an allowance in (pgconn.granted). */
+#define PG_GRANT_HINTS 64
 /* Rows a count is spread over (idem_counts.slot, idem_quota.slot). */
 #define PG_COUNT_SLOTS 1024
 #define PG_STR_(x) #x
@@ -148,6 +157,12 @@ struct pgconn {
 	int ended;
 	/* The statements of pg_send_tx prepared on this session, by id. */
 	uint32_t prepared;
+	/*
+	 * The scopes (pg_claim's gate hashes, PG_GRANT_HINTS places, by
+	 * the hash) whose bound this session's slot last held an allowance
+	 * of: a hint of which claim to send first, never the bound's check.
+	 */
+	uint64_t granted[PG_GRANT_HINTS];
 	/*
 	 * The server's clock less the host's, in milliseconds, as measured
 	 * at clock_at (CLOCK_MONOTONIC ms; 0: not yet) (pg_clock).

@@ -458,14 +458,16 @@ enum pg_gate {
  * (whose row stays locked to the commit; only sessions that share the
  * slot wait for each other there), after passing the scope's gate, a
  * transaction-scoped advisory lock.  Taken shared, the lock is in the
- * statement that adds, so that a claim far from the bound pays no round
- * trip for it.
+ * statement that adds, so that a claim pays no round trip for it.  With
+ * within set, *within says whether the slot's row, as added to, is
+ * within an allowance granted under bound (pg_quota_claim).
  */
 static int
 pg_quota_add(struct pgconn *pc, const char *scope, int delta,
-    enum pg_gate gate)
+    enum pg_gate gate, uint64_t bound, int *within)
 {
 	struct pgargs a = { 0 };
+	PGresult *res;
 	uint64_t h = pg_lock_hash('s', "", scope, strlen(scope));
 	int rc;
 
@@ -474,40 +476,75 @@ pg_quota_add(struct pgconn *pc, const char *scope, int delta,
 	pg_arg_bytes(&a, scope, strlen(scope));
 	pg_arg_u64(&a, pg_slot(pc));
 	pg_arg_str(&a, delta > 0 ? "1" : "-1");
-	if (gate != PG_GATE_SHARED)
-		return pg_run(pc, "INSERT INTO idem_quota AS q (scope, slot, n) "
-		    "VALUES ($1, $2, $3) ON CONFLICT (scope, slot) DO UPDATE "
-		    "SET n = q.n + excluded.n", &a);
-	pg_arg_u64(&a, h);
-	return pg_run(pc, "INSERT INTO idem_quota AS q (scope, slot, n) "
+	pg_arg_u64(&a, bound);
+	if (gate == PG_GATE_SHARED)
+		pg_arg_u64(&a, h);
+	if ((rc = pg_exec(pc, gate != PG_GATE_SHARED ?
+	    "INSERT INTO idem_quota AS q (scope, slot, n) "
+	    "VALUES ($1, $2, $3) ON CONFLICT (scope, slot) DO UPDATE SET "
+	    "n = q.n + excluded.n "
+	    "RETURNING coalesce(q.b = $4::bigint AND q.n <= q.a, false)"
+	    "::integer" :
+	    "INSERT INTO idem_quota AS q (scope, slot, n) "
 	    "SELECT $1, $2, $3 FROM (SELECT pg_advisory_xact_lock_shared("
-	    "$4::bigint)) g ON CONFLICT (scope, slot) DO UPDATE SET "
-	    "n = q.n + excluded.n", &a);
+	    "$5::bigint)) g ON CONFLICT (scope, slot) DO UPDATE SET "
+	    "n = q.n + excluded.n "
+	    "RETURNING coalesce(q.b = $4::bigint AND q.n <= q.a, false)"
+	    "::integer", &a, &res)) != IDEM_OK)
+		return rc;
+	if (within != NULL)
+		*within = PQntuples(res) == 1 && pg_get_u64(res, 0, 0) == 1;
+	PQclear(res);
+	return IDEM_OK;
 }
 
 /*
  * The count of scope's records as this transaction sees it (what is
- * committed and its own writes) and the server's max_connections, the
- * most transactions that can be open at once.  The sum of bigints is a
- * numeric, sent back as an integer: pg_get_u64 reads only integers.
+ * committed and its own writes).  The sum of bigints is a numeric,
+ * sent back as an integer: pg_get_u64 reads only integers.
  */
 static int
-pg_quota_sum(struct pgconn *pc, const char *scope, uint64_t *n,
-    uint64_t *conns)
+pg_quota_sum(struct pgconn *pc, const char *scope, uint64_t *n)
 {
 	struct pgargs a = { 0 };
 	PGresult *res;
 	int rc;
 
 	pg_arg_bytes(&a, scope, strlen(scope));
-	if ((rc = pg_exec(pc, "SELECT greatest(coalesce(sum(n), 0), 0)::bigint, "
-	    "current_setting('max_connections')::bigint FROM idem_quota "
-	    "WHERE scope = $1", &a, &res)) != IDEM_OK)
+	if ((rc = pg_exec(pc, "SELECT greatest(coalesce(sum(n), 0), 0)::bigint "
+	    "FROM idem_quota WHERE scope = $1", &a, &res)) != IDEM_OK)
 		return rc;
 	*n = pg_get_u64(res, 0, 0);
-	*conns = pg_get_u64(res, 0, 1);
 	PQclear(res);
 	return IDEM_OK;
+}
+
+/*
+ * Grants the slots of scope allowances under bound, with the gate
+ * passed exclusive and the scope's count exact: every slot's row gets
+ * a = n + g and b = bound, where the grants g share at most half of
+ * room (bound less the count, this claim's 1 included) evenly over the
+ * scope's rows, and the claiming session's slot gets at least 1 of it
+ * when there is any.  The sum of the grants is at most room, so the
+ * sum of the allowances is at most the bound (doc/DESIGN.md, "The
+ * per-scope bound").  Rows a delete inserts meanwhile keep b = 0.
+ */
+static int
+pg_quota_grant(struct pgconn *pc, const char *scope, uint64_t bound,
+    uint64_t room)
+{
+	struct pgargs a = { 0 };
+
+	pg_arg_bytes(&a, scope, strlen(scope));
+	pg_arg_u64(&a, pg_slot(pc));
+	pg_arg_u64(&a, room);
+	pg_arg_u64(&a, bound);
+	return pg_run(pc, "UPDATE idem_quota AS q SET b = $4::bigint, "
+	    "a = q.n + CASE WHEN q.slot = $2::integer THEN "
+	    "greatest(least($3::bigint, 1), $3::bigint / (2 * k.k)) "
+	    "ELSE $3::bigint / (2 * k.k) END "
+	    "FROM (SELECT count(*) AS k FROM idem_quota WHERE scope = $1) k "
+	    "WHERE q.scope = $1", &a);
 }
 
 /*
@@ -518,18 +555,19 @@ pg_quota_sum(struct pgconn *pc, const char *scope, uint64_t *n,
  *
  * Every claim of a new key adds 1 to its session's slot of the count
  * behind the scope's gate, taken shared, so that the claims of one
- * scope's new keys do not queue on one row.  Each transaction inside
- * the gate adds at most 1 that the others may not see yet, and at most
- * max_connections are open: while the count this transaction sees,
- * its own 1 included, is at least max_connections - 1 below the bound,
- * the bound holds whatever the others commit.  Nearer the bound the
- * claim runs again with the gate taken exclusive: no other claim of the
- * scope is then under way, the count is exact, and two claims cannot
- * both take the last place.  One statement adds, one reads, for any
- * number of records: the count is kept by every write that adds or
- * deletes a record, in the same transaction.  Without a bound the
- * count is still kept (behind the gate, as another host's claims may
- * be bounded), so that a bound set later is right at once.
+ * scope's new keys do not queue on one row.  Each slot has an
+ * allowance (a) of the bound (b) it was granted under; the allowances
+ * of a scope sum to at most its bound, and a slot's count stays within
+ * its allowance, so a claim whose slot is still within its allowance,
+ * its own 1 included, keeps the bound without reading the other slots
+ * (its row is locked by the add, so a session sharing the slot waits).
+ * Otherwise the claim runs again with the gate taken exclusive: no
+ * other claim of the scope is then under way, the count (the sum of
+ * the slots) is exact, two claims cannot both take the last place, and
+ * when there is room, the slots' allowances are granted again
+ * (pg_quota_grant).  Without a bound the count is still kept (behind
+ * the gate, as another host's claims may be bounded), so that a bound
+ * set later is right at once: it finds no allowance granted under it.
  */
 static int
 pg_quota_claim(struct pgstore *s, struct pgconn *pc, const char *scope,
@@ -537,31 +575,34 @@ pg_quota_claim(struct pgstore *s, struct pgconn *pc, const char *scope,
     int *changed)
 {
 	PGresult *res;
-	uint64_t n, conns, at = 0;
+	uint64_t n, at = 0;
 	size_t purged = 0;
-	int rc, have;
+	int rc, have, within;
 
 	if ((rc = pg_quota_add(pc, scope, 1, *exclusive ? PG_GATE_ALONE :
-	    PG_GATE_SHARED)) != IDEM_OK ||
-	    s->max_keys == 0 ||
-	    (rc = pg_quota_sum(pc, scope, &n, &conns)) != IDEM_OK)
+	    PG_GATE_SHARED, s->max_keys, &within)) != IDEM_OK ||
+	    s->max_keys == 0)
 		return rc;
 	if (!*exclusive) {
-		if (n + (conns > 0 ? conns - 1 : 0) <= s->max_keys)
+		if (within)
 			return IDEM_OK;
 		*exclusive = 1;
 		return PG_RETRY;
 	}
-	if (n <= s->max_keys)
-		return IDEM_OK;
-	if ((rc = pg_purge_tx(pc, now_ms, STORE_CLAIM_PURGE_MAX, &purged)) !=
-	    IDEM_OK ||
-	    (rc = pg_quota_sum(pc, scope, &n, &conns)) != IDEM_OK)
+	if ((rc = pg_quota_sum(pc, scope, &n)) != IDEM_OK)
 		return rc;
-	*changed = purged > 0;
+	if (n > s->max_keys) {
+		if ((rc = pg_purge_tx(pc, now_ms, STORE_CLAIM_PURGE_MAX,
+		    &purged)) != IDEM_OK ||
+		    (rc = pg_quota_sum(pc, scope, &n)) != IDEM_OK)
+			return rc;
+		*changed = purged > 0;
+	}
 	if (n <= s->max_keys)
-		return IDEM_OK;
-	if ((rc = pg_quota_add(pc, scope, -1, PG_GATE_NONE)) != IDEM_OK ||
+		return pg_quota_grant(pc, scope, s->max_keys,
+		    s->max_keys - n);
+	if ((rc = pg_quota_add(pc, scope, -1, PG_GATE_NONE, 0, NULL)) !=
+	    IDEM_OK ||
 	    (rc = pg_exec(pc, "SELECT purge_at FROM idem_keys WHERE purge_at "
 	    "IS NOT NULL ORDER BY purge_at LIMIT 1", NULL, &res)) != IDEM_OK)
 		return rc;
@@ -589,7 +630,9 @@ enum pg_stmt_id {
 	PG_STMT_GATE,
 	PG_STMT_CLAIM,
 	PG_STMT_OWN_PUT,
-	PG_STMT_OWN_DEL
+	PG_STMT_OWN_DEL,
+	PG_STMT_GATE_ALONE,
+	PG_STMT_CLAIM_GRANT
 };
 
 /*
@@ -604,22 +647,28 @@ _Static_assert(PG_REC_GEN_POS == 1 + 1 + 1 + FP_SIZE + REC_TOKEN_SIZE +
 /*
  * A claim as one statement, after the scope's gate is passed shared
  * (PG_STMT_GATE, a statement before it in the same transaction, so that
- * this one's snapshot is taken inside the gate, as pg_quota_claim's
- * read is): the key's record inserted, unless it exists, with the key's
- * generation put in its place ($3 carries 0 there), and counted in the
- * session's slot of the scope's count; or, with a bound ($6), nothing
- * written when the count seen, with every open transaction's 1 allowed
- * for, could pass it (the claim then runs with the gate exclusive).
- * Each row says what happened: 1 and the record inserted; 2 and the
- * record that was there; 3: near the bound.  No row: a claim of the key
- * committed after the snapshot, and the claim runs again on the row.
+ * this one's snapshot is taken inside the gate, after any grant of
+ * allowances, which passes it exclusive): the key's record inserted,
+ * unless it exists, with the key's generation put in its place ($3
+ * carries 0 there), and counted in the session's slot of the scope's
+ * count; or, with a bound ($6), nothing written unless the slot's row
+ * holds an allowance granted under that bound with room for one more
+ * (pg_quota_claim: the claim then runs with the gate exclusive).  The
+ * row is read FOR UPDATE, so that its count is the latest committed
+ * and no session sharing the slot adds to it before this one commits;
+ * no other slot is read.  Each row says what happened: 1 and the
+ * record inserted; 2 and the record that was there; 3: no allowance.
+ * No row: a claim of the key committed after the snapshot, and the
+ * claim runs again on the row.
  */
 #define PG_SQL_CLAIM \
 	"WITH g AS (SELECT coalesce((SELECT gen FROM idem_gens WHERE " \
 	"scope = $1::bytea AND key = $2::bytea), 0) AS gen), " \
-	"ok AS (SELECT $6::bigint = 0 OR greatest(coalesce((SELECT sum(n) " \
-	"FROM idem_quota WHERE scope = $1::bytea), 0), 0) + " \
-	"current_setting('max_connections')::bigint <= $6::bigint AS pass), " \
+	"own AS (SELECT n, a FROM idem_quota WHERE $6::bigint <> 0 AND " \
+	"scope = $1::bytea AND slot = $5::integer AND b = $6::bigint " \
+	"FOR UPDATE), " \
+	"ok AS (SELECT $6::bigint = 0 OR EXISTS (SELECT 1 FROM own WHERE " \
+	"own.n < own.a) AS pass), " \
 	"ins AS (INSERT INTO idem_keys (scope, key, rec, purge_at) " \
 	"SELECT $1::bytea, $2::bytea, overlay($3::bytea PLACING " \
 	"int8send(g.gen) FROM " PG_STR(PG_REC_GEN_POS) " FOR 8), " \
@@ -633,6 +682,46 @@ _Static_assert(PG_REC_GEN_POS == 1 + 1 + 1 + FP_SIZE + REC_TOKEN_SIZE +
 	"key = $2::bytea UNION ALL " \
 	"SELECT 3, NULL FROM ok WHERE NOT ok.pass"
 #define PG_SQL_GATE "SELECT pg_advisory_xact_lock_shared($1::bigint)"
+
+/*
+ * A claim as one statement, as PG_SQL_CLAIM, for a session with no
+ * allowance of the bound ($6, not 0), after the scope's gate is passed
+ * exclusive (PG_STMT_GATE_ALONE), so that no other claim of the scope
+ * is under way and the count this statement sees (c: the sum of the
+ * slots, and how many there are with the session's own) is exact: when
+ * there is room for this claim (ok), the record inserted and the
+ * allowances granted, as pg_quota_grant grants them (the session's own
+ * slot counts its 1 and takes at least 1 of what room is left; the
+ * other slots' rows, updated apart, since one statement updates a row
+ * once).  Rows as PG_SQL_CLAIM's, 3: no room (the claim runs with the
+ * gate exclusive as a transaction of statements, which purges).
+ */
+#define PG_SQL_CLAIM_GRANT \
+	"WITH g AS (SELECT coalesce((SELECT gen FROM idem_gens WHERE " \
+	"scope = $1::bytea AND key = $2::bytea), 0) AS gen), " \
+	"c AS (SELECT greatest(coalesce(sum(n), 0), 0) AS n, count(*) + " \
+	"1 - count(*) FILTER (WHERE slot = $5::integer) AS k FROM " \
+	"idem_quota WHERE scope = $1::bytea), " \
+	"ok AS (SELECT c.n + 1 <= $6::bigint AS pass, " \
+	"greatest($6::bigint - c.n - 1, 0) AS room, c.k FROM c), " \
+	"ins AS (INSERT INTO idem_keys (scope, key, rec, purge_at) " \
+	"SELECT $1::bytea, $2::bytea, overlay($3::bytea PLACING " \
+	"int8send(g.gen) FROM " PG_STR(PG_REC_GEN_POS) " FOR 8), " \
+	"$4::bigint FROM g, ok WHERE ok.pass ON CONFLICT DO NOTHING " \
+	"RETURNING rec), " \
+	"cnt AS (INSERT INTO idem_quota AS q (scope, slot, n, a, b) " \
+	"SELECT $1::bytea, $5::integer, 1, 1 + greatest(least(ok.room, 1), " \
+	"ok.room / (2 * ok.k)), $6::bigint FROM ins, ok " \
+	"ON CONFLICT (scope, slot) DO UPDATE SET n = q.n + excluded.n, " \
+	"a = q.n + excluded.a, b = excluded.b), " \
+	"oth AS (UPDATE idem_quota AS q SET a = q.n + ok.room / (2 * ok.k), " \
+	"b = $6::bigint FROM ok WHERE q.scope = $1::bytea AND " \
+	"q.slot <> $5::integer AND EXISTS (SELECT 1 FROM ins)) " \
+	"SELECT 1, rec FROM ins UNION ALL " \
+	"SELECT 2, rec FROM idem_keys WHERE scope = $1::bytea AND " \
+	"key = $2::bytea UNION ALL " \
+	"SELECT 3, NULL FROM ok WHERE NOT ok.pass"
+#define PG_SQL_GATE_ALONE "SELECT pg_advisory_xact_lock($1::bigint)"
 
 /*
  * The rows a hook put (struct pg_put), as the last statement's CTE r,
@@ -732,17 +821,19 @@ pg_claim_fresh(struct pg_claim_job *a, struct pgconn *pc, int stale,
 }
 
 /*
- * A claim in one round trip: the gate, then the claim (PG_SQL_CLAIM),
- * one transaction.  IDEM_OK with *slow clear when it decided: a fresh
+ * A claim in one round trip: the gate, then the claim (PG_SQL_CLAIM;
+ * with grant set, the gate exclusive and PG_SQL_CLAIM_GRANT), one
+ * transaction.  IDEM_OK with *slow clear when it decided: a fresh
  * claim committed, or the record there answers (replay, conflict,
  * mismatch), which needs no write; *slow set when the claim is to run
- * as a transaction of statements instead (the record there is to be
- * taken over or replaced, the scope is near its bound, the key was
- * claimed since the snapshot); an error as pg_send_tx's.
+ * otherwise (the record there is to be taken over or replaced, the
+ * key was claimed since the snapshot; a->exclusive set: the session
+ * has no allowance, or with grant set, the scope is at its bound); an
+ * error as pg_send_tx's.
  */
 static int
 pg_claim_fast(struct pgstore *s, struct pgconn *pc, struct pg_claim_job *a,
-    int *slow)
+    int grant, int *slow)
 {
 	struct store_claim *out = a->out;
 	struct pgargs ga = { 0 }, ca = { 0 };
@@ -750,10 +841,11 @@ pg_claim_fast(struct pgstore *s, struct pgconn *pc, struct pg_claim_job *a,
 	struct buf b = BUF_INIT;
 	struct rec fresh;
 	PGresult *res = NULL;
-	uint64_t at;
+	uint64_t at, gate, *hint;
 	int rc, i, kind, got[4] = { -1, -1, -1, -1 };
 
 	*slow = 0;
+	gate = pg_lock_hash('s', "", a->scope, strlen(a->scope));
 	memset(&fresh, 0, sizeof(fresh));
 	if ((rc = store_rec_fresh(&fresh, a->fp, a->token, a->now_ms,
 	    a->lease_ms, a->ttl_ms, 0, a->first)) != IDEM_OK ||
@@ -761,7 +853,7 @@ pg_claim_fast(struct pgstore *s, struct pgconn *pc, struct pg_claim_job *a,
 	    (rc = pg_note_put(pc, a->scope, a->key, b.data, b.len)) != IDEM_OK)
 		goto out;
 	pc->note_skip = PG_REC_GEN_POS - 1;
-	pg_arg_u64(&ga, pg_lock_hash('s', "", a->scope, strlen(a->scope)));
+	pg_arg_u64(&ga, gate);
 	pg_arg_bytes(&ca, a->scope, strlen(a->scope));
 	pg_arg_bytes(&ca, a->key, strlen(a->key));
 	pg_arg_bytes(&ca, b.data, b.len);
@@ -771,8 +863,12 @@ pg_claim_fast(struct pgstore *s, struct pgconn *pc, struct pg_claim_job *a,
 		pg_arg_null(&ca);
 	pg_arg_u64(&ca, pg_slot(pc));
 	pg_arg_u64(&ca, s->max_keys);
-	st[0] = (struct pgstmt){ PG_STMT_GATE, PG_SQL_GATE, &ga };
-	st[1] = (struct pgstmt){ PG_STMT_CLAIM, PG_SQL_CLAIM, &ca };
+	st[0] = grant ?
+	    (struct pgstmt){ PG_STMT_GATE_ALONE, PG_SQL_GATE_ALONE, &ga } :
+	    (struct pgstmt){ PG_STMT_GATE, PG_SQL_GATE, &ga };
+	st[1] = grant ?
+	    (struct pgstmt){ PG_STMT_CLAIM_GRANT, PG_SQL_CLAIM_GRANT, &ca } :
+	    (struct pgstmt){ PG_STMT_CLAIM, PG_SQL_CLAIM, &ca };
 	if ((rc = pg_send_tx(s, pc, st, 2, &res)) != IDEM_OK) {
 		a->lost = rc == PG_LOST;
 		goto out;
@@ -783,6 +879,16 @@ pg_claim_fast(struct pgstore *s, struct pgconn *pc, struct pg_claim_job *a,
 		if (kind >= 1 && kind <= 3)
 			got[kind] = i;
 	}
+	/*
+	 * The allowance to try first next time: granted now, or found (or
+	 * to be granted by the next claim: a replay taken with the gate
+	 * exclusive takes it so once); none at the bound.
+	 */
+	hint = &pc->granted[gate % PG_GRANT_HINTS];
+	if (got[3] >= 0 && *hint == gate)
+		*hint = 0;
+	else if (s->max_keys != 0 && (got[1] >= 0 || (grant && got[2] >= 0)))
+		*hint = gate;
 	if (got[1] < 0 && got[2] < 0) {
 		a->exclusive = got[3] >= 0;
 		*slow = 1;
@@ -824,6 +930,21 @@ pg_claim_fast_ok(const struct pg_claim_job *a)
 	    !pg_fault_named("store_claim_commit");
 }
 
+/*
+ * Whether the session is to try its allowance of scope's bound first:
+ * no bound, or the session's slot held one when it last claimed there.
+ * A session that holds none takes the gate exclusive at once, sparing
+ * the round trip that would find so.
+ */
+static int
+pg_claim_granted(const struct pgstore *s, const struct pgconn *pc,
+    const char *scope)
+{
+	uint64_t gate = pg_lock_hash('s', "", scope, strlen(scope));
+
+	return s->max_keys == 0 || pc->granted[gate % PG_GRANT_HINTS] == gate;
+}
+
 static int
 pg_claim_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
 {
@@ -836,10 +957,24 @@ pg_claim_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
 	memset(out, 0, sizeof(*out));
 	a->lost = 0;
 	a->now_ms = pg_now(pc, a->now_raw);
+	/*
+	 * A session with no allowance of the bound claims again with the
+	 * gate exclusive, in one round trip still, and is granted one.
+	 */
 	if (pg_claim_fast_ok(a)) {
-		if ((rc = pg_claim_fast(s, pc, a, &slow)) != IDEM_OK || !slow)
+		if (!pg_claim_granted(s, pc, a->scope))
+			a->exclusive = 1;
+		else if ((rc = pg_claim_fast(s, pc, a, 0, &slow)) != IDEM_OK ||
+		    !slow)
 			return rc;
-		pg_tx_again(pc);
+		else
+			pg_tx_again(pc);
+		if (a->exclusive) {
+			if ((rc = pg_claim_fast(s, pc, a, 1, &slow)) !=
+			    IDEM_OK || !slow)
+				return rc;
+			pg_tx_again(pc);
+		}
 	}
 	rc = pg_rec_get(pc, a->scope, a->key, 1, &out->rec);
 	if (rc != IDEM_OK && rc != IDEM_ENOTFOUND)
@@ -1254,7 +1389,8 @@ pg_release_op(struct pgstore *s, struct pgconn *pc, struct pg_own_job *a,
 	pg_arg_bytes(&args, a->key, strlen(a->key));
 	if ((rc = pg_run(pc, "DELETE FROM idem_keys WHERE scope = $1 AND "
 	    "key = $2", &args)) != IDEM_OK ||
-	    (rc = pg_quota_add(pc, a->scope, -1, PG_GATE_NONE)) != IDEM_OK)
+	    (rc = pg_quota_add(pc, a->scope, -1, PG_GATE_NONE, 0, NULL)) !=
+	    IDEM_OK)
 		return rc;
 	pg_note_del(pc, a->scope, a->key);
 	if (a->hook != NULL)

@@ -46,6 +46,8 @@
 #define LEASE 30000ULL
 #define TTL 86400000ULL
 #define P PG_SCHEMA_VERSION
+/* The compat an expand migration after P keeps. */
+#define C PG_SCHEMA_COMPAT
 
 static const char *const tables[] = { "payments", NULL };
 static uint8_t fp_a[FP_SIZE];
@@ -285,7 +287,7 @@ test_session_recheck(void)
  * Expand, deploy, contract with migrations of a newer release run by
  * store_pg_migrate (idemctl migrate): an expand that adds a column
  * (P + 1) and one that indexes it concurrently (P + 2), each recorded
- * with compat P; a program of schema P keeps serving through both, its
+ * with compat C, as P's own; a program of schema P keeps serving through both, its
  * periodic check (store_pg_schema_due) finding them compatible, and a
  * new one opens.  The contract that drops the column (P + 3, compat
  * P + 2) makes the running program's next check fail closed.
@@ -301,18 +303,18 @@ test_expand_contract(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
 	HARNESS_EQ(pay(s, "before"), IDEM_OK);
 	snprintf(m, sizeof(m), "expand %d ALTER TABLE idem_keys ADD COLUMN "
-	    "test_note text", P);
+	    "test_note text", C);
 	setenv("IDEM_TEST_PG_MIGRATION_1", m, 1);
 	snprintf(m, sizeof(m), "index %d idem_test_note CREATE INDEX "
 	    "CONCURRENTLY IF NOT EXISTS idem_test_note ON idem_keys "
-	    "(test_note)", P);
+	    "(test_note)", C);
 	setenv("IDEM_TEST_PG_MIGRATION_2", m, 1);
 	HARNESS_EQ(store_pg_migrate(getenv("IDEM_TEST_PG"), &from, &to, err,
 	    sizeof(err)), 0);
 	HARNESS_EQ(from, P);
 	HARNESS_EQ(to, P + 2);
 	HARNESS_EQ(sqlf("SELECT count(*) FROM idem_schema_version WHERE "
-	    "version > %d AND compat = %d", P, P), 2);
+	    "version > %d AND compat = %d", P, C), 2);
 	HARNESS_EQ(sql("SELECT count(*) FROM pg_index WHERE indexrelid = "
 	    "to_regclass('idem_test_note') AND indisvalid"), 1);
 
@@ -375,7 +377,7 @@ test_invalid_index(void)
 	HARNESS_EQ(sql("INSERT INTO idem_rows (tbl, k, v) VALUES "
 	    "('payments', 'a', 'same'), ('payments', 'b', 'same')"), 0);
 	snprintf(m, sizeof(m), "index %d idem_test_v CREATE UNIQUE INDEX "
-	    "CONCURRENTLY IF NOT EXISTS idem_test_v ON idem_rows (v)", P);
+	    "CONCURRENTLY IF NOT EXISTS idem_test_v ON idem_rows (v)", C);
 	setenv("IDEM_TEST_PG_MIGRATION_1", m, 1);
 	HARNESS_EQ(store_pg_migrate(getenv("IDEM_TEST_PG"), &from, &to, err,
 	    sizeof(err)), -1);
@@ -412,7 +414,7 @@ test_migrate_to(void)
 	int from, to, compat;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-	snprintf(m, sizeof(m), "expand %d CREATE TABLE idem_test_t (x int)", P);
+	snprintf(m, sizeof(m), "expand %d CREATE TABLE idem_test_t (x int)", C);
 	setenv("IDEM_TEST_PG_MIGRATION_1", m, 1);
 	snprintf(m, sizeof(m), "contract %d DROP TABLE idem_test_t", P + 1);
 	setenv("IDEM_TEST_PG_MIGRATION_2", m, 1);
@@ -423,7 +425,7 @@ test_migrate_to(void)
 	    sizeof(err)), 0);
 	HARNESS_EQ(from, P);
 	HARNESS_EQ(to, P + 1);
-	HARNESS_EQ(compat, P);
+	HARNESS_EQ(compat, C);
 	setenv("IDEM_FAULT", "store_pg_schema_due:fail", 1);
 	HARNESS_EQ(pay(s, "expanded"), IDEM_OK);
 	unsetenv("IDEM_FAULT");
@@ -488,7 +490,7 @@ test_migrate_lock_wait(void)
 	CU_ASSERT(PQresultStatus(r) == PGRES_TUPLES_OK);
 	PQclear(r);
 	snprintf(m, sizeof(m), "expand %d ALTER TABLE idem_keys ADD COLUMN "
-	    "test_note text", P);
+	    "test_note text", C);
 	setenv("IDEM_TEST_PG_MIGRATION_1", m, 1);
 	memset(&mg, 0, sizeof(mg));
 	CU_ASSERT_FATAL(pthread_create(&mg.tid, NULL, migrate_main, &mg) == 0);

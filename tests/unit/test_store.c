@@ -1409,10 +1409,10 @@ test_pg_migrate(void)
 	HARNESS_EQ(store_open(&cfg, &s), IDEM_EIO);
 	HARNESS_EQ(store_pg_migrate(bare, &from, &to, err, sizeof(err)), 0);
 	HARNESS_EQ(from, 0);
-	HARNESS_EQ(to, 4);
+	HARNESS_EQ(to, 5);
 	HARNESS_EQ(store_pg_migrate(bare, &from, &to, err, sizeof(err)), 0);
-	HARNESS_EQ(from, 4);
-	HARNESS_EQ(to, 4);
+	HARNESS_EQ(from, 5);
+	HARNESS_EQ(to, 5);
 	HARNESS_EQ(store_open(&cfg, &s), IDEM_OK);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
 	HARNESS_EQ(claim(s, "acct", "k", fp_a, 1, T0, NULL), ENGINE_CLAIM);

@@ -5,8 +5,10 @@
  * walks through server-side cursors in batches (more rows than one
  * batch, in order, complete; a callback that stops early), the counts
  * kept beside the rows (a scope's records under its bound, exactly,
- * with many threads claiming at once, far from the bound and near it; a
- * scope's claims that do not queue on its count; a table's rows), and
+ * with many threads claiming at once, far from the bound and near it,
+ * round after round, under two bounds at once; a claim that reads its
+ * slot's allowance, not the sum; a scope's claims that do not queue on
+ * its count; a table's rows), and
  * the migrations that start those counts from what is stored.
  *
  * With fault points, a write whose transaction fails as it begins
@@ -257,6 +259,7 @@ test_walk_stops_early(void)
 struct claimer {
 	pthread_t tid;
 	struct store *s;
+	const char *prefix;
 	int id, tries, ok, limited, other;
 };
 
@@ -268,7 +271,7 @@ claimer_main(void *arg)
 	int i, d;
 
 	for (i = 0; i < c->tries; i++) {
-		snprintf(key, sizeof(key), "t%d-%d", c->id, i);
+		snprintf(key, sizeof(key), "%s%d-%d", c->prefix, c->id, i);
 		d = claim(c->s, "greedy", key, c->id + 1, T0 + (uint64_t)i);
 		if (d == ENGINE_CLAIM)
 			c->ok++;
@@ -280,9 +283,12 @@ claimer_main(void *arg)
 	return NULL;
 }
 
-/* THREADS threads claim tries new keys each of "greedy": how many went in. */
+/*
+ * THREADS threads claim tries new keys each of "greedy", named from
+ * prefix: how many went in.
+ */
 static int
-claim_many(struct store *s, int tries)
+claim_keys(struct store *s, const char *prefix, int tries)
 {
 	struct claimer c[THREADS];
 	int i, ok = 0, limited = 0, other = 0;
@@ -290,6 +296,7 @@ claim_many(struct store *s, int tries)
 	for (i = 0; i < THREADS; i++) {
 		memset(&c[i], 0, sizeof(c[i]));
 		c[i].s = s;
+		c[i].prefix = prefix;
 		c[i].id = i;
 		c[i].tries = tries;
 		CU_ASSERT_FATAL(pthread_create(&c[i].tid, NULL, claimer_main,
@@ -304,6 +311,12 @@ claim_many(struct store *s, int tries)
 	HARNESS_EQ(other, 0);
 	HARNESS_EQ(ok + limited, THREADS * tries);
 	return ok;
+}
+
+static int
+claim_many(struct store *s, int tries)
+{
+	return claim_keys(s, "t", tries);
 }
 
 static int
@@ -358,6 +371,140 @@ test_quota_concurrent(void)
 	HARNESS_EQ(claim_all(s), BOUND);
 	HARNESS_EQ(sql("SELECT count(*) FROM idem_keys WHERE scope = "
 	    "'greedy'"), BOUND);
+	store_close(s);
+}
+
+/* The scope's count, kept (the sum of its slots) and counted. */
+static void
+greedy_count_is(long long n)
+{
+	HARNESS_EQ(sql("SELECT sum(n) FROM idem_quota WHERE scope = "
+	    "'greedy'"), n);
+	HARNESS_EQ(sql("SELECT count(*) FROM idem_keys WHERE scope = "
+	    "'greedy'"), n);
+}
+
+/*
+ * The bound is exact, round after round, with the sessions' allowances
+ * granted and used up: with a bound of 50, THREADS threads claiming 96
+ * new keys at once get exactly 50; after 10 releases exactly 10 more go
+ * in; after a purge of everything, exactly 50 again.
+ */
+static void
+test_quota_rounds(void)
+{
+	struct store *s = open_store(50, 1);
+	uint8_t t[REC_TOKEN_SIZE];
+	struct rec r;
+	char prefix[8], key[32];
+	size_t purged;
+	int round, i, released;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	for (round = 0; round < 3; round++) {
+		snprintf(prefix, sizeof(prefix), "r%d-", round);
+		HARNESS_EQ(claim_keys(s, prefix, TRIES), 50);
+		greedy_count_is(50);
+		/* Ten of the keys claimed, found by a lookup. */
+		released = 0;
+		for (i = 0; i < THREADS * TRIES && released < 10; i++) {
+			snprintf(key, sizeof(key), "%s%d-%d", prefix,
+			    i / TRIES, i % TRIES);
+			if (store_lookup(s, "greedy", key, &r) != IDEM_OK)
+				continue;
+			rec_free(&r);
+			memset(t, i / TRIES + 1, sizeof(t));
+			HARNESS_EQ(store_release(s, "greedy", key, t, NULL,
+			    NULL), IDEM_OK);
+			released++;
+		}
+		HARNESS_EQ(released, 10);
+		greedy_count_is(40);
+		snprintf(prefix, sizeof(prefix), "x%d-", round);
+		HARNESS_EQ(claim_keys(s, prefix, 4), 10);
+		greedy_count_is(50);
+		HARNESS_EQ(store_purge(s, T0 + TTL + LEASE + 1000, 1000,
+		    &purged), IDEM_OK);
+		HARNESS_EQ(purged, 50);
+		greedy_count_is(0);
+	}
+	store_close(s);
+}
+
+/*
+ * Two handles on one store with different bounds (a host with a bound
+ * of 50, then one configured with 20): each holds its own at once.  30
+ * records in, the second refuses every claim, concurrent or not, while
+ * the first still admits up to its 50; once everything is purged, the
+ * second admits exactly 20, and the first exactly 30 more.
+ */
+static void
+test_quota_bound_changed(void)
+{
+	struct store *s50 = open_store(50, 1), *s20 = open_store(20, 0);
+	char key[16];
+	size_t purged;
+	int i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s50);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s20);
+	for (i = 0; i < 30; i++) {
+		snprintf(key, sizeof(key), "first%d", i);
+		HARNESS_EQ(claim(s50, "greedy", key, 1, T0), ENGINE_CLAIM);
+	}
+	HARNESS_EQ(claim(s20, "greedy", "over", 2, T0), -IDEM_ELIMIT);
+	HARNESS_EQ(claim_keys(s20, "a", 2), 0);
+	HARNESS_EQ(claim_keys(s50, "b", 4), 20);
+	greedy_count_is(50);
+	HARNESS_EQ(store_purge(s50, T0 + TTL + LEASE + 1000, 1000, &purged),
+	    IDEM_OK);
+	HARNESS_EQ(purged, 50);
+	HARNESS_EQ(claim_keys(s20, "c", 4), 20);
+	HARNESS_EQ(claim(s20, "greedy", "over", 2, T0), -IDEM_ELIMIT);
+	HARNESS_EQ(claim_keys(s50, "d", 6), 30);
+	greedy_count_is(50);
+	store_close(s20);
+	store_close(s50);
+}
+
+/*
+ * A claim far from the bound reads its own slot of the count, not the
+ * sum of the scope's slots: once its session holds an allowance, a
+ * count that appears in another slot (as an older host's claims add in
+ * a rolling upgrade, unseen by the allowances) does not refuse it, and
+ * the claim costs its two statements in one round trip.  When the
+ * allowance is used up, the claim reads the whole count, this one
+ * included, and is refused.  One thread: the pool hands it the same
+ * session each time.
+ */
+static void
+test_quota_own_slot(void)
+{
+	struct store *s = open_store(1000000, 1);
+	struct pgstore *ps;
+	uint64_t stmts, trips;
+	char key[16];
+	int i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	ps = pgstore_of(s);
+	HARNESS_EQ(claim(s, "wide", "first", 1, T0), ENGINE_CLAIM);
+	HARNESS_EQ(sql("INSERT INTO idem_quota (scope, slot, n) VALUES "
+	    "('wide', 4096, 1000000)"), 0);
+	for (i = 0; i < 4; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		stmts = __atomic_load_n(&ps->stmts, __ATOMIC_RELAXED);
+		trips = __atomic_load_n(&ps->trips, __ATOMIC_RELAXED);
+		HARNESS_EQ(claim(s, "wide", key, 1, T0), ENGINE_CLAIM);
+		HARNESS_EQ(__atomic_load_n(&ps->stmts, __ATOMIC_RELAXED) -
+		    stmts, 2);
+		HARNESS_EQ(__atomic_load_n(&ps->trips, __ATOMIC_RELAXED) -
+		    trips, 1);
+	}
+	HARNESS_EQ(sql("UPDATE idem_quota SET a = n WHERE scope = 'wide'"), 0);
+	HARNESS_EQ(claim(s, "wide", "over", 1, T0), -IDEM_ELIMIT);
+	HARNESS_EQ(sql("SELECT sum(n) FROM idem_quota WHERE scope = 'wide'"),
+	    1000005);
 	store_close(s);
 }
 
@@ -530,25 +677,22 @@ held_claim_join(struct held_claim *w)
 }
 
 /*
- * The margin that lets claims far from the bound go on at once, seen
- * from the edge: a claim A waits inside its transaction, unseen; a
- * claim C commits beside it; a claim B then sees one claim fewer than
- * max_connections - 1 below the bound, so it cannot count on A's 1
- * being among the others it allows for: it passes the gate exclusive,
- * which waits for A's commit (the test sees B's lock wait in
- * pg_locks), and then counts A.  All three are claimed.
+ * A claim whose session holds no allowance of the scope's bound passes
+ * the scope's gate alone, and so waits for the claims inside: a claim A
+ * with no allowance takes the gate exclusive (its grant) and waits
+ * inside its transaction; a claim C, whose session has none either,
+ * waits for the gate (the test sees its lock wait in pg_locks) until A
+ * commits, then counts A.  Both are claimed.
  */
 static void
-test_quota_margin(void)
+test_quota_no_allowance(void)
 {
-	long long conns = sql("SHOW max_connections");
-	struct held_claim a, b;
+	struct held_claim a, c;
 	struct hold h;
 	struct store *s;
 	int i, waiting = 0;
 
-	CU_ASSERT_FATAL(conns > 0);
-	s = open_store((uint64_t)conns + 24, 1);
+	s = open_store(1000000, 1);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
 	HARNESS_EQ(sql("INSERT INTO idem_quota (scope, slot, n) VALUES "
 	    "('gated', 4096, 24)"), 0);
@@ -558,29 +702,26 @@ test_quota_margin(void)
 	while (h.in == 0 && !__atomic_load_n(&a.done, __ATOMIC_SEQ_CST))
 		pthread_cond_wait(&h.cv, &h.mu);
 	pthread_mutex_unlock(&h.mu);
-	/* Far enough from the bound: C goes in beside A. */
-	HARNESS_EQ(claim(s, "gated", "c", 3, T0), ENGINE_CLAIM);
-	held_claim_start(&b, s, "gated", "b", NULL);
+	held_claim_start(&c, s, "gated", "c", NULL);
 	/*
-	 * B waits for the gate while A holds it shared: another server
-	 * process's lock wait, seen only by asking, every 10 ms for 20 s
-	 * at most.
+	 * C waits for the gate while A holds it: another server process's
+	 * lock wait, seen only by asking, every 10 ms for 20 s at most.
 	 */
 	for (i = 0; i < 2000 && !waiting &&
-	    !__atomic_load_n(&b.done, __ATOMIC_SEQ_CST); i++) {
+	    !__atomic_load_n(&c.done, __ATOMIC_SEQ_CST); i++) {
 		waiting = sql("SELECT count(*) FROM pg_locks WHERE locktype = "
 		    "'advisory' AND NOT granted") > 0;
 		if (!waiting)
 			usleep(10000);
 	}
 	HARNESS_EQ(waiting, 1);
-	HARNESS_EQ(__atomic_load_n(&b.done, __ATOMIC_SEQ_CST), 0);
+	HARNESS_EQ(__atomic_load_n(&c.done, __ATOMIC_SEQ_CST), 0);
 	hold_release(&h);
 	held_claim_join(&a);
-	held_claim_join(&b);
+	held_claim_join(&c);
 	HARNESS_EQ(h.alone, 0);
 	HARNESS_EQ(sql("SELECT sum(n) FROM idem_quota WHERE scope = 'gated'"),
-	    24 + 3);
+	    24 + 2);
 	hold_destroy(&h);
 	store_close(s);
 }
@@ -588,7 +729,8 @@ test_quota_margin(void)
 /*
  * Two new keys of one scope are claimed at once, each waiting in its
  * claim's transaction for the other to be there too: neither waits for
- * the other's commit, with a bound far off, as with none.
+ * the other's commit, with a bound far off and an allowance in every
+ * slot of the scope, as with none.
  */
 static void
 test_quota_no_queue(void)
@@ -602,6 +744,12 @@ test_quota_no_queue(void)
 	for (b = 0; b < sizeof(bounds) / sizeof(bounds[0]); b++) {
 		s = open_store(bounds[b], 1);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+		/* Every slot holds an allowance, as after a grant. */
+		if (bounds[b] != 0)
+			HARNESS_EQ(sql("INSERT INTO idem_quota (scope, slot, n, "
+			    "a, b) SELECT 'busy', g, 0, 100, 1000000 FROM "
+			    "generate_series(0, " PG_STR(PG_COUNT_SLOTS) " - 1) "
+			    "g"), 0);
 		hold_init(&h, 2);
 		held_claim_start(&w[0], s, "busy", "k1", &h);
 		held_claim_start(&w[1], s, "busy", "k2", &h);
@@ -1238,10 +1386,16 @@ harness_suites(void)
 		    test_quota_near_bound },
 		{ "a scope's count read right past 9,999",
 		    test_quota_large_counts },
+		{ "the bound is exact, round after round",
+		    test_quota_rounds },
+		{ "a bound changed on a second handle holds at once",
+		    test_quota_bound_changed },
+		{ "a claim far from the bound reads its own slot",
+		    test_quota_own_slot },
 		{ "one scope's claims do not queue on its count",
 		    test_quota_no_queue },
-		{ "a claim near the bound waits for those it cannot see",
-		    test_quota_margin },
+		{ "a claim with no allowance waits for those inside",
+		    test_quota_no_allowance },
 		{ "table counts under concurrency", test_counts },
 		{ "a fresh payment: 4 statements, 3 round trips at most",
 		    test_payment_cost },
