@@ -137,9 +137,15 @@ def op_parameters(doc, item, op):
 
 # ---------------------------------------------------------------- routes
 
+# Problem types the web server answers with itself, in front of the
+# responder, so the route table does not list them: slug and status.
+# etc/nginx's sites answer service-unavailable when no worker answers.
+WEB_SERVER_PROBLEMS = {"service-unavailable": 503}
+
+
 def check_routes(doc, table, R):
     """The route table's routes and problem types against doc."""
-    routes, problems = {}, {}
+    routes, problems = {}, dict(WEB_SERVER_PROBLEMS)
     for line in table.splitlines():
         f = line.split()
         if not f:
