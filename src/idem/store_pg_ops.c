@@ -813,14 +813,16 @@ out:
 
 /*
  * Whether a claim may run as one statement: not with a hook (which may
- * read rows), nor completed in its transaction (store_first.done), nor inside the scope's gate taken exclusive, nor when a
- * test stands at a point between its statements.
+ * read rows), nor completed in its transaction (store_first.done), nor
+ * inside the scope's gate taken exclusive, nor when a test stands at a
+ * point between its statements.
  */
 static int
 pg_claim_fast_ok(const struct pg_claim_job *a)
 {
 	return !a->exclusive && (a->first == NULL ||
-	    (a->first->hook == NULL && a->first->done == NULL)) && !pg_fault_named("store_claim") &&
+	    (a->first->hook == NULL && a->first->done == NULL)) &&
+	    !pg_fault_named("store_claim") &&
 	    !pg_fault_named("store_claim_commit");
 }
 
