@@ -17,6 +17,10 @@
  *	     or idem_abandon(...)             failed, something may have
  *	idem_call_free(...)
  *
+ * Work that has no effect outside the store (its rows) may instead use
+ * idem_once, which claims, stores the work's rows and its answer in one
+ * write.
+ *
  * A claim holds a lease; a caller that dies (or outlives its lease) loses
  * it to the next retry, which gets IDEM_RESUME with the recovery point.
  * Every write to a claim checks that the claim is still the caller's:
@@ -62,7 +66,7 @@ extern "C" {
  * idem_version_number() >= IDEM_VERSION_NUMBER.
  */
 #define IDEM_VERSION_MAJOR 0
-#define IDEM_VERSION_MINOR 4
+#define IDEM_VERSION_MINOR 5
 #define IDEM_VERSION_PATCH 0
 #define IDEM_VERSION_NUMBER (IDEM_VERSION_MAJOR * 10000 + \
 	IDEM_VERSION_MINOR * 100 + IDEM_VERSION_PATCH)
@@ -490,6 +494,60 @@ int idem_release(struct idem_call *c, idem_tx_fn hook, void *hook_ctx);
  * after one the lease still runs out in its time.
  */
 int idem_abandon(struct idem_call *c);
+
+/*
+ * Work with no effect outside the store, answered in one write (since
+ * 0.5.0): a stand-in for a remote service, a decision taken on the
+ * request alone.  Where idem_begin would claim, idem_once asks fn for
+ * the answer and a hook, then in one write transaction claims the key,
+ * runs the hook (the work's rows) and stores the answer completed: one
+ * durable commit where idem_begin and idem_finish take two, and no
+ * claim in progress that a duplicate would see as a 409.
+ */
+struct idem_outcome {
+	/*
+	 * The answer to store and give; it and what it points to live
+	 * until idem_once returns.
+	 */
+	struct idem_response resp;
+	/*
+	 * Run in the write transaction, on a fresh claim only (NULL:
+	 * none): the work's rows.  idem_tx_respond is refused there.
+	 */
+	idem_tx_fn hook;
+	void *hook_ctx;
+};
+
+/*
+ * Makes the answer, out zeroed before.  Called only when the key is
+ * free to claim, never for a replay, a conflict or a mismatch answered
+ * from a read; but before the write, so two requests for one new key at
+ * once may both be asked, and only the one whose write claims the key
+ * has its hook run and its answer stored (the other replays it).  So
+ * what fn does may not reach outside: its effects go in the hook.
+ * Returns IDEM_OK, or an error that idem_once returns (nothing stored).
+ */
+typedef int (*idem_once_fn)(void *ctx, struct idem_outcome *out);
+
+/*
+ * Decides as idem_begin does, and where it would claim, asks fn (above)
+ * and writes the claim, the hook's rows and the answer in one
+ * transaction, durable when this returns IDEM_OK.  *out (the caller's,
+ * idem_call_free) never holds a claim; its verdict is IDEM_RUN (the
+ * answer fn made is stored), IDEM_RESUME (a claim of idem_begin's whose
+ * lease ran out was taken over and completed with fn's answer: two
+ * writes, as for idem_finish), IDEM_REPLAY (idem_call_response: the
+ * answer stored by an earlier call, or by the request that won the
+ * key), IDEM_CONFLICT (a claim of idem_begin's in progress), IDEM_
+ * MISMATCH or IDEM_LIMITED, as idem_begin gives them.  Errors, *out
+ * NULL, nothing stored and the key as it was (for a take-over, whose
+ * completion failed: abandoned, so that the next retry takes it over at
+ * once): idem_begin's, fn's or its hook's, IDEM_ETOOBIG (an answer past
+ * IDEM_MAX_ANSWER), and the store's errors for the write.
+ */
+int idem_once(struct idem *idem, const char *scope, const char *key,
+    const uint8_t fp[IDEM_FP_SIZE], idem_once_fn fn, void *ctx,
+    struct idem_call **out);
 
 /*
  * Frees c.  A claim still held is not ended (its lease will run out);

@@ -429,7 +429,7 @@ idem_claim(struct idem_call *c, const uint8_t fp[IDEM_FP_SIZE],
 		hk.fn = st.hook;
 		hk.ctx = st.hook_ctx;
 		first = (struct store_first){ st.stage, st.point, st.len,
-		    idem_hook_fn(&hk), &hk };
+		    idem_hook_fn(&hk), &hk, NULL };
 		if (idem->seal != NULL && st.len > 0) {
 			if ((rc = idem__seal_point(idem, c->scope, c->key,
 			    st.point, st.len, &sealed)) != IDEM_OK)
@@ -1004,3 +1004,133 @@ idem_row_count(struct idem *idem, const char *table, size_t *n)
 	return store_count(idem->store, table, n);
 }
 
+
+/*
+ * idem_once's write where idem_begin would claim: fn's answer (sealed
+ * when the store seals) and hook, as the fresh claim's first
+ * (store_first.done), so the claim, the rows and the answer commit
+ * together.  A take-over is completed with a write of its own.
+ */
+static int
+idem_once_write(struct idem_call *c, const uint8_t fp[IDEM_FP_SIZE],
+    idem_once_fn fn, void *ctx)
+{
+	struct idem *idem = c->idem;
+	struct idem_outcome oc;
+	struct idem_sealed own;
+	struct idem_hook hk;
+	struct rec_response rr;
+	const struct rec_response *stored = &rr;
+	struct store_first first;
+	struct store_claim sc;
+	int rc;
+
+	memset(&oc, 0, sizeof(oc));
+	memset(&own, 0, sizeof(own));
+	if ((rc = fn(ctx, &oc)) != IDEM_OK ||
+	    (rc = rec_response_borrow(&oc.resp, &rr)) != IDEM_OK)
+		return rc;
+	if (idem_answer_too_big(&oc.resp))
+		return IDEM_ETOOBIG;
+	if (idem->seal != NULL) {
+		if ((rc = idem__seal_response(idem, c->scope, c->key, &rr,
+		    &own)) != IDEM_OK) {
+			idem__sealed_free(&own);
+			return rc;
+		}
+		stored = &own.rr;
+	}
+	idem_hook_init(&hk, idem, oc.hook, oc.hook_ctx, c->scope, c->key);
+	memset(&first, 0, sizeof(first));
+	first.hook = idem_hook_fn(&hk);
+	first.hook_ctx = &hk;
+	first.done = stored;
+	crypto_random(c->token, sizeof(c->token));
+	memset(&sc, 0, sizeof(sc));
+	rc = store_claim(idem->store, c->scope, c->key, fp, c->token,
+	    c->start_ms, idem->lease_ms, idem->ttl_ms, &first, &sc);
+	if (rc == IDEM_ELIMIT) {
+		c->verdict = IDEM_LIMITED;
+		c->retry_after = sc.retry_after;
+		rc = IDEM_OK;
+		goto out;
+	}
+	if (rc != IDEM_OK)
+		goto out;
+	c->verdict = idem_of_decision[sc.decision];
+	c->retry_after = sc.retry_after;
+	c->rec = sc.rec;
+	if (c->verdict == IDEM_RESUME) {
+		/* Taken over: ours to complete, as idem_finish would. */
+		rc = store_complete(idem->store, c->scope, c->key, c->token,
+		    stored, idem_hook_fn(&hk), &hk, idem_now_ms(idem),
+		    idem->ttl_ms);
+		if (rc == IDEM_ELOST)
+			metrics_inc(METRIC_LOST);
+		else if (rc != IDEM_OK && store_abandon(idem->store, c->scope,
+		    c->key, c->token, idem_now_ms(idem)) == IDEM_OK)
+			metrics_inc(METRIC_ABANDONS);
+	}
+	if (rc == IDEM_OK && (c->verdict == IDEM_RUN ||
+	    c->verdict == IDEM_RESUME))
+		metrics_inc(METRIC_COMPLETIONS);
+out:
+	idem_hook_done(&hk);
+	idem__sealed_free(&own);
+	return rc;
+}
+
+int
+idem_once(struct idem *idem, const char *scope, const char *key,
+    const uint8_t fp[IDEM_FP_SIZE], idem_once_fn fn, void *ctx,
+    struct idem_call **out)
+{
+	struct idem_call *c;
+	int rc;
+
+	*out = NULL;
+	if (idem == NULL || scope == NULL || key == NULL || fp == NULL ||
+	    fn == NULL)
+		return IDEM_EINVAL;
+	if ((rc = idem_call_new(idem, scope, key, &c)) != IDEM_OK)
+		return rc;
+	if (idem_cached(c, fp)) {
+		*out = c;
+		return IDEM_OK;
+	}
+	/* As idem_begin: a read first, the write only for a claim. */
+	rc = store_lookup(idem->store, scope, key, &c->rec);
+	if (rc == IDEM_OK) {
+		c->verdict = idem_of_decision[engine_decide(&c->rec, fp,
+		    c->start_ms, &c->retry_after)];
+		if (c->verdict == IDEM_RUN || c->verdict == IDEM_RESUME)
+			rec_free(&c->rec);
+	} else if (rc != IDEM_ENOTFOUND)
+		goto fail;
+	if ((rc != IDEM_OK || c->verdict == IDEM_RUN ||
+	    c->verdict == IDEM_RESUME) &&
+	    (rc = idem_once_write(c, fp, fn, ctx)) != IDEM_OK)
+		goto fail;
+	metrics_inc(idem_verdict_metric[c->verdict]);
+	switch (c->verdict) {
+	case IDEM_REPLAY:
+		if ((rc = store_unseal_response(idem->seal, c->scope, c->key,
+		    &c->rec, &c->resp_mem)) != IDEM_OK)
+			goto fail;
+		rcache_put(idem->rcache, c->scope, c->key, &c->rec);
+		idem_call_view(c);
+		break;
+	case IDEM_CONFLICT:
+		c->retry_after = idem_retry_after(idem, &c->rec, c->start_ms,
+		    c->retry_after);
+		break;
+	default:
+		break;
+	}
+	*out = c;
+	return IDEM_OK;
+
+fail:
+	idem_call_free(c);
+	return rc;
+}

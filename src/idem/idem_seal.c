@@ -381,7 +381,7 @@ store_reseal_rows(struct idem *idem, const char *table,
     size_t *moved, size_t *failed)
 {
 	struct idem_reseal r;
-	struct store_first first = { 0, NULL, 0, store_reseal_hook, &r };
+	struct store_first first = { 0, NULL, 0, store_reseal_hook, &r, NULL };
 	struct store_claim sc;
 	uint8_t fp[FP_SIZE], token[REC_TOKEN_SIZE], raw[16];
 	char key[2 * sizeof(raw) + 1];

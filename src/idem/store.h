@@ -154,6 +154,16 @@ struct store_first {
 	 */
 	idem_tx_fn hook;
 	void *hook_ctx;
+	/*
+	 * When set, a fresh claim is completed in its own transaction, after
+	 * its hook: the record is written completed with this response
+	 * (store_rec_completed), owned by no one, so the claim, the hook's
+	 * rows and the answer are one commit (idem_once).  The fault point
+	 * store_complete fails it there, after the claim and the hook wrote,
+	 * and the whole transaction goes.  Not used on a take-over: the
+	 * caller completes that claim with store_complete.
+	 */
+	const struct rec_response *done;
 };
 
 /*

@@ -208,6 +208,28 @@ lstore_limit_check(struct lstore *s, MDB_txn *txn, const struct store_key *k,
 	return IDEM_ELIMIT;
 }
 
+/*
+ * A fresh claim completed in its own transaction (store_first.done): its
+ * record cur written again completed with resp, and moved to the expiry
+ * index at its expiry.
+ */
+static int
+lstore_claim_done(struct lstore *s, MDB_txn *txn, const struct store_key *k,
+    const struct rec_response *resp, uint64_t now_ms, uint64_t ttl_ms,
+    const struct rec *cur)
+{
+	struct rec done;
+	int rc;
+
+	if (fault_point("store_complete"))
+		return IDEM_EFULL;
+	if ((rc = store_rec_completed(&s->base, cur, resp, NULL, now_ms,
+	    ttl_ms, &done)) != IDEM_OK ||
+	    (rc = lstore_rec_put(s, txn, k, &done)) != IDEM_OK)
+		return rc;
+	return lstore_index_move(s, txn, k, cur, &done);
+}
+
 /* lstore_claim's arguments and result, for its job. */
 struct store_claim_job {
 	const struct store_key *k;
@@ -260,6 +282,13 @@ lstore_claim_run(struct lstore *s, MDB_txn *txn, void *arg, int *wrote)
 		    (rc = lstore_run_hook(s, txn, a->first->hook,
 		    a->first->hook_ctx, NULL)) != IDEM_OK) {
 			/* The claim is written: undo it with the batch. */
+			*wrote = LSTORE_TAINTED;
+			return rc;
+		}
+		if (rc == IDEM_OK && a->first != NULL &&
+		    a->first->done != NULL &&
+		    (rc = lstore_claim_done(s, txn, a->k, a->first->done,
+		    a->now_ms, a->ttl_ms, &out->rec)) != IDEM_OK) {
 			*wrote = LSTORE_TAINTED;
 			return rc;
 		}

@@ -919,14 +919,16 @@ out:
 
 /*
  * Whether a claim may run as one statement: not with a hook (which may
- * read rows), nor inside the scope's gate taken exclusive, nor when a
- * test stands at a point between its statements.
+ * read rows), nor completed in its transaction (store_first.done), nor
+ * inside the scope's gate taken exclusive, nor when a test stands at a
+ * point between its statements.
  */
 static int
 pg_claim_fast_ok(const struct pg_claim_job *a)
 {
 	return !a->exclusive && (a->first == NULL ||
-	    a->first->hook == NULL) && !pg_fault_named("store_claim") &&
+	    (a->first->hook == NULL && a->first->done == NULL)) &&
+	    !pg_fault_named("store_claim") &&
 	    !pg_fault_named("store_claim_commit");
 }
 
@@ -943,6 +945,26 @@ pg_claim_granted(const struct pgstore *s, const struct pgconn *pc,
 	uint64_t gate = pg_lock_hash('s', "", scope, strlen(scope));
 
 	return s->max_keys == 0 || pc->granted[gate % PG_GRANT_HINTS] == gate;
+}
+
+/*
+ * A fresh claim completed in its own transaction (store_first.done):
+ * its record cur written again completed with the response, after the
+ * hook's rows, so the claim, the rows and the answer are one commit.
+ */
+static int
+pg_claim_done(struct pgstore *s, struct pgconn *pc, struct pg_claim_job *a,
+    const struct rec *cur)
+{
+	struct rec done;
+	int rc;
+
+	if (fault_point("store_complete"))
+		return IDEM_EFULL;
+	if ((rc = store_rec_completed(&s->base, cur, a->first->done, NULL,
+	    a->now_ms, a->ttl_ms, &done)) != IDEM_OK)
+		return rc;
+	return pg_rec_put(pc, a->scope, a->key, &done, 0);
 }
 
 static int
@@ -1003,6 +1025,9 @@ pg_claim_run(struct pgstore *s, struct pgconn *pc, void *arg, int *commit)
 		    a->first->hook != NULL)
 			rc = pg_run_hook(s, pc, a->first->hook,
 			    a->first->hook_ctx, NULL);
+		if (rc == IDEM_OK && a->first != NULL &&
+		    a->first->done != NULL)
+			rc = pg_claim_done(s, pc, a, &out->rec);
 		break;
 	case ENGINE_TAKEOVER:
 		store_rec_takeover(&s->base, &out->rec, a->token, a->now_ms,
@@ -1052,8 +1077,9 @@ pg_claim(struct store *base, const char *scope, const char *key,
 		out->decision = ENGINE_CLAIM;
 	}
 	if (rc == IDEM_OK) {
-		if (out->decision == ENGINE_CLAIM ||
-		    out->decision == ENGINE_TAKEOVER)
+		/* A claim completed in its write is no one's to write to. */
+		if ((out->decision == ENGINE_CLAIM && (first == NULL ||
+		    first->done == NULL)) || out->decision == ENGINE_TAKEOVER)
 			pg_owned_put_rec(s, scope, key, token, &out->rec);
 		return IDEM_OK;
 	}

@@ -2,14 +2,18 @@
 /*
  * service.c: the payment provider service's decisions (service.h).
  *
- * A charge or refund is new work only when idem_begin claims its key;
- * everything else (a replay, 409, 422) is the library's answer.  New work
- * decides its outcome, writes its ledger row in idem_finish's hook, so
- * the row and the stored answer commit together, and only then is the
- * failure mode applied: in the timeout and drop modes the money has moved
- * and the caller does not learn it, which is what a real provider's lost
- * answer looks like.  A retry under the same key is a replay in every
- * mode but unavailable, so it recovers the original charge.
+ * A charge or refund is new work only when its key is free; everything
+ * else (a replay, 409, 422) is the library's answer.  The work has no
+ * effect outside the store (its ledger row), so it runs under idem_once:
+ * it decides its outcome and its answer, and the claim, the ledger row
+ * and the stored answer are one write transaction, one durable commit.
+ * Only when that committed is the failure mode applied: in the timeout
+ * and drop modes the money has moved and the caller does not learn it,
+ * which is what a real provider's lost answer looks like.  A write that
+ * fails stores nothing and charges nothing: 503.  A retry under the same
+ * key is a replay in every mode but unavailable, so it recovers the
+ * original charge; two requests for one new key at once make one ledger
+ * row, and both answer it (the second as a replay).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -210,7 +214,7 @@ struct psvc_row {
 	const char *key;
 };
 
-/* idem_finish's hook: the ledger row, with the stored answer. */
+/* idem_once's hook: the ledger row, with the stored answer. */
 static int
 psvc_row_put(void *ctx, struct idem_tx *tx)
 {
@@ -219,47 +223,62 @@ psvc_row_put(void *ctx, struct idem_tx *tx)
 	return idem_tx_put(tx, r->table, r->key, strlen(r->key), "", 0);
 }
 
-/* Runs new work under a claim we own, and ends the claim. */
-static void
-psvc_work(struct psvc *s, struct idem_call *c, int refund, const char *key,
-    const struct psvc_order *o, struct psvc_answer *a)
+/* New work: what it decides, and where its answer is written. */
+struct psvc_work {
+	struct psvc *s;
+	int refund;
+	const struct psvc_order *o;
+	struct psvc_answer *a;
+	struct psvc_row row;
+};
+
+/*
+ * idem_once's function: the outcome, its answer (in the caller's
+ * answer, which a replay or a failure overwrites) and the ledger row's
+ * hook.  Nothing here reaches outside: the write that follows commits
+ * the row and the answer, or neither.
+ */
+static int
+psvc_work_make(void *ctx, struct idem_outcome *out)
 {
 	static const struct idem_header h = { "Content-Type",
 	    "application/json" };
-	struct idem_response resp;
-	struct psvc_row row;
+	struct psvc_work *w = ctx;
+	struct psvc_answer *a = w->a;
 	uint8_t rnd[PSVC_ID_RANDOM];
 	char id[4 + 2 * PSVC_ID_RANDOM];
 	const char *status;
 	int code;
 
-	if (refund) {
-		row.table = "refunds", status = "refunded", code = 201;
+	if (w->refund) {
+		w->row.table = "refunds", status = "refunded", code = 201;
 		memcpy(id, "rf_", 3);
-	} else if (s->fail == PSVC_FAIL_DECLINE) {
-		row.table = "declines", status = "declined", code = 402;
+	} else if (w->s->fail == PSVC_FAIL_DECLINE) {
+		w->row.table = "declines", status = "declined", code = 402;
 		memcpy(id, "dc_", 3);
 	} else {
-		row.table = "charges", status = "charged", code = 201;
+		w->row.table = "charges", status = "charged", code = 201;
 		memcpy(id, "ch_", 3);
 	}
-	row.key = key;
 	crypto_random(rnd, sizeof(rnd));
 	crypto_hex(rnd, sizeof(rnd), id + 3);
 	psvc_say(a, code, "{\"amount\":%s,\"currency\":\"%s\",\"id\":\"%s\","
-	    "\"status\":\"%s\"}\n", o->amount, o->currency, id, status);
+	    "\"status\":\"%s\"}\n", w->o->amount, w->o->currency, id, status);
 	fault_point("provider_work");
-	resp.status = a->status;
-	resp.headers = &h;
-	resp.nheaders = 1;
-	resp.body = a->body;
-	resp.bodylen = a->bodylen;
-	if (idem_finish(c, &resp, psvc_row_put, &row) != IDEM_OK) {
-		/* Nothing committed: the key may be used afresh. */
-		idem_release(c, NULL, NULL);
-		psvc_say(a, 503, "{\"status\":\"unavailable\"}\n");
-		return;
-	}
+	out->resp.status = a->status;
+	out->resp.headers = &h;
+	out->resp.nheaders = 1;
+	out->resp.body = a->body;
+	out->resp.bodylen = a->bodylen;
+	out->hook = psvc_row_put;
+	out->hook_ctx = &w->row;
+	return IDEM_OK;
+}
+
+/* New work committed: the failure mode's part. */
+static void
+psvc_worked(struct psvc *s, struct psvc_answer *a)
+{
 	fault_point("provider_committed");
 	a->delay_ms = s->latency_ms;
 	if (s->fail == PSVC_FAIL_TIMEOUT)
@@ -277,6 +296,7 @@ psvc_post(struct psvc *s, const struct psvc_request *rq, int refund,
 	struct psvc_order o;
 	struct idem_call *c = NULL;
 	const struct idem_response *stored;
+	struct psvc_work w;
 	struct buf canon = BUF_INIT;
 	uint8_t fp[IDEM_FP_SIZE];
 	const char *scope = refund ? "refunds" : "charges";
@@ -300,15 +320,23 @@ psvc_post(struct psvc *s, const struct psvc_request *rq, int refund,
 	}
 	idem_fingerprint(IDEM_FP_CANONICAL, "POST", rq->path, NULL, canon.data,
 	    canon.len, fp);
-	if (idem_begin(s->db, scope, rq->key, fp, NULL, NULL, &c) !=
+	memset(&w, 0, sizeof(w));
+	w.s = s;
+	w.refund = refund;
+	w.o = &o;
+	w.a = a;
+	w.row.key = rq->key;
+	if (idem_once(s->db, scope, rq->key, fp, psvc_work_make, &w, &c) !=
 	    IDEM_OK) {
+		/* Nothing committed: nothing charged, the key free. */
+		memset(a, 0, sizeof(*a));
 		psvc_say(a, 503, "{\"status\":\"unavailable\"}\n");
 		goto out;
 	}
 	switch (idem_call_verdict(c)) {
 	case IDEM_RUN:
 	case IDEM_RESUME:
-		psvc_work(s, c, refund, rq->key, &o, a);
+		psvc_worked(s, a);
 		break;
 	case IDEM_REPLAY:
 		stored = idem_call_response(c);

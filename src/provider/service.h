@@ -6,12 +6,13 @@
  * or drops the connection).
  *
  * The service is a keyed application of libidem like any other: each
- * POST /charges or POST /refunds runs the library's lifecycle under its
- * Idempotency-Key (the key idem derives, "charge:SCOPE:KEY:CREATED_MS"),
- * so the same key answers the original charge or refund, the same key
- * with another body is 422 and a duplicate of a request still running is
- * 409.  The ledger rows (one per charge, decline and refund, in tables of
- * those names) commit with the stored answer in one transaction.
+ * POST /charges or POST /refunds runs under its Idempotency-Key (the key
+ * idem derives, "charge:SCOPE:KEY:CREATED_MS") with idem_once, so the
+ * same key answers the original charge or refund, the same key with
+ * another body is 422, and two requests for one new key at once make one
+ * charge that both answer.  The ledger rows (one per charge, decline and
+ * refund, in tables of those names) commit with the key's claim and its
+ * stored answer in one transaction: one durable commit per charge.
  */
 #ifndef PROVIDER_SERVICE_H
 #define PROVIDER_SERVICE_H

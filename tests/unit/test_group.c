@@ -233,7 +233,7 @@ mixed_main(void *arg)
 {
 	struct mixed *m = arg;
 	static const char cp[] = "a recovery point";
-	struct store_first first = { 1, cp, sizeof(cp), NULL, NULL };
+	struct store_first first = { 1, cp, sizeof(cp), NULL, NULL, NULL };
 	struct rec_response resp;
 	struct store_claim c;
 	struct buf existing = BUF_INIT;

@@ -1046,7 +1046,287 @@ test_replay_cache_metrics(void)
 	buf_free(&b);
 }
 
+/*
+ * idem_once: work with no outside effect, its answer and rows stored in
+ * the claim's own write.  What the work function made, and how often it
+ * and its hook ran.
+ */
+struct once {
+	const char *row;          /* the row its hook writes */
+	char body[32];
+	struct idem_header h;
+	int made;                 /* times the function ran */
+	int hooked;               /* times its hook ran */
+};
+
+static int
+once_hook(void *ctx, struct idem_tx *tx)
+{
+	struct once *o = ctx;
+
+	__atomic_add_fetch(&o->hooked, 1, __ATOMIC_SEQ_CST);
+	return idem_tx_put(tx, "rows", o->row, strlen(o->row), o->body,
+	    strlen(o->body));
+}
+
+static int
+once_make(void *ctx, struct idem_outcome *out)
+{
+	struct once *o = ctx;
+	int n = __atomic_add_fetch(&o->made, 1, __ATOMIC_SEQ_CST);
+
+	snprintf(o->body, sizeof(o->body), "{\"n\":%d}", n);
+	o->h.name = "Content-Type";
+	o->h.value = "application/json";
+	out->resp.status = 201;
+	out->resp.headers = &o->h;
+	out->resp.nheaders = 1;
+	out->resp.body = o->body;
+	out->resp.bodylen = strlen(o->body);
+	out->hook = once_hook;
+	out->hook_ctx = o;
+	return IDEM_OK;
+}
+
+static enum idem_verdict
+once(const char *key, const uint8_t *fp, struct once *o,
+    struct idem_call **c)
+{
+	int rc;
+
+	*c = NULL;
+	rc = idem_once(idem, "s", key, fp, once_make, o, c);
+	HARNESS_EQ(rc, IDEM_OK);
+	return rc == IDEM_OK ? idem_call_verdict(*c) : IDEM_VERDICT__MAX;
+}
+
+/*
+ * A new key runs the work once and stores its answer with its row; the
+ * same request again replays that answer without running it; another
+ * request under the key is a mismatch, also without running it; a claim
+ * in progress is a conflict until its lease runs out, and is then taken
+ * over and completed with the work's answer.
+ */
+static void
+test_once_fresh_replay_mismatch(void)
+{
+	struct once o = { .row = "r1" };
+	struct idem_call *c, *d;
+	const struct idem_response *r;
+	void *val;
+	size_t len, rows = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(idem);
+	HARNESS_EQ(once("k", fp_a, &o, &c), IDEM_RUN);
+	HARNESS_EQ(o.made, 1);
+	HARNESS_EQ(o.hooked, 1);
+	idem_call_free(c);
+	HARNESS_EQ(idem_row_get(idem, "rows", "r1", 2, &val, &len), IDEM_OK);
+	CU_ASSERT(len == 7 && memcmp(val, "{\"n\":1}", 7) == 0);
+	free(val);
+	/* Stored completed: idem_begin replays it too. */
+	HARNESS_EQ(begin("k", fp_a, &c), IDEM_REPLAY);
+	idem_call_free(c);
+	HARNESS_EQ(once("k", fp_a, &o, &c), IDEM_REPLAY);
+	HARNESS_EQ(o.made, 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r = idem_call_response(c));
+	HARNESS_EQ(r->status, 201);
+	CU_ASSERT(r->bodylen == 7 && memcmp(r->body, "{\"n\":1}", 7) == 0);
+	CU_ASSERT(r->nheaders == 1 &&
+	    strcmp(r->headers[0].value, "application/json") == 0);
+	idem_call_free(c);
+	HARNESS_EQ(once("k", fp_b, &o, &c), IDEM_MISMATCH);
+	HARNESS_EQ(o.made, 1);
+	HARNESS_EQ(o.hooked, 1);
+	idem_call_free(c);
+	HARNESS_EQ(idem_row_count(idem, "rows", &rows), IDEM_OK);
+	HARNESS_EQ(rows, 1);
+	HARNESS_EQ(begin("k2", fp_a, &c), IDEM_RUN);
+	HARNESS_EQ(once("k2", fp_a, &o, &d), IDEM_CONFLICT);
+	CU_ASSERT(idem_call_retry_after(d) >= 1);
+	idem_call_free(d);
+	HARNESS_EQ(o.made, 1);
+	idem_call_free(c);
+	now_ms = T0 + LEASE;
+	HARNESS_EQ(once("k2", fp_a, &o, &c), IDEM_RESUME);
+	idem_call_free(c);
+	HARNESS_EQ(o.made, 2);
+	HARNESS_EQ(once("k2", fp_a, &o, &c), IDEM_REPLAY);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r = idem_call_response(c));
+	CU_ASSERT(r->bodylen == 7 && memcmp(r->body, "{\"n\":2}", 7) == 0);
+	idem_call_free(c);
+}
+
+#define ONCE_THREADS 8
+
+struct once_worker {
+	pthread_barrier_t *go;
+	struct once *o;
+	enum idem_verdict v;
+	int rc;
+	char body[32];
+};
+
+static void *
+once_worker_main(void *arg)
+{
+	struct once_worker *w = arg;
+	struct idem_call *c = NULL;
+	const struct idem_response *r;
+
+	pthread_barrier_wait(w->go);
+	w->rc = idem_once(idem, "s", "k", fp_a, once_make, w->o, &c);
+	if (w->rc == IDEM_OK) {
+		w->v = idem_call_verdict(c);
+		if (w->v == IDEM_REPLAY && (r = idem_call_response(c)) !=
+		    NULL && r->bodylen < sizeof(w->body))
+			memcpy(w->body, r->body, r->bodylen);
+	}
+	idem_call_free(c);
+	return NULL;
+}
+
+/*
+ * Threads at once on one new key: exactly one stores its answer and its
+ * row (IDEM_RUN); every other one replays that answer.  The work
+ * function may run in more than one of them (it runs before the write),
+ * but the hook, the only thing with an effect, runs in the winner alone.
+ */
+static void
+test_once_threads(void)
+{
+	pthread_t th[ONCE_THREADS];
+	struct once_worker w[ONCE_THREADS];
+	struct once o[ONCE_THREADS];
+	pthread_barrier_t go;
+	void *val = NULL;
+	size_t len = 0, rows = 0;
+	int i, run = 0, replay = 0, winner = -1;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(idem);
+	pthread_barrier_init(&go, NULL, ONCE_THREADS);
+	for (i = 0; i < ONCE_THREADS; i++) {
+		memset(&o[i], 0, sizeof(o[i]));
+		o[i].row = "r";
+		memset(&w[i], 0, sizeof(w[i]));
+		w[i].go = &go;
+		w[i].o = &o[i];
+		CU_ASSERT_FATAL(pthread_create(&th[i], NULL, once_worker_main,
+		    &w[i]) == 0);
+	}
+	for (i = 0; i < ONCE_THREADS; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&go);
+	for (i = 0; i < ONCE_THREADS; i++) {
+		HARNESS_EQ(w[i].rc, IDEM_OK);
+		if (w[i].v == IDEM_RUN) {
+			run++;
+			winner = i;
+		} else if (w[i].v == IDEM_REPLAY)
+			replay++;
+	}
+	HARNESS_EQ(run, 1);
+	HARNESS_EQ(replay, ONCE_THREADS - 1);
+	CU_ASSERT_FATAL(winner >= 0);
+	for (i = 0; i < ONCE_THREADS; i++) {
+		HARNESS_EQ(o[i].hooked > 0, i == winner);
+		if (i != winner)
+			CU_ASSERT(strcmp(w[i].body, o[winner].body) == 0);
+	}
+	HARNESS_EQ(idem_row_count(idem, "rows", &rows), IDEM_OK);
+	HARNESS_EQ(rows, 1);
+	HARNESS_EQ(idem_row_get(idem, "rows", "r", 1, &val, &len), IDEM_OK);
+	CU_ASSERT(len == strlen(o[winner].body) &&
+	    memcmp(val, o[winner].body, len) == 0);
+	free(val);
+}
+
+/* idem_store_commits_total as /metrics says it now. */
+static long long
+commits_now(void)
+{
+	struct buf b = BUF_INIT;
+	long long n;
+
+	HARNESS_EQ(metrics_render(&b), IDEM_OK);
+	n = (long long)harness_sample(b.data, "idem_store_commits_total");
+	buf_free(&b);
+	return n;
+}
+
+/*
+ * The point of idem_once: a fresh key's answer and rows in one durable
+ * commit, where idem_begin and idem_finish take two; a replay none.
+ * (The LMDB store counts its commits; PostgreSQL's are its server's.)
+ */
+static void
+test_once_one_commit(void)
+{
+	static const struct idem_response ok = { 201, NULL, 0, "ok", 2 };
+	struct once o = { .row = "r" };
+	struct idem_call *c;
+	long long n;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(idem);
+	if (harness_pg())
+		return;
+	CU_ASSERT_FATAL(metrics_open(dir) == IDEM_OK);
+	n = commits_now();
+	HARNESS_EQ(begin("k1", fp_a, &c), IDEM_RUN);
+	HARNESS_EQ(idem_finish(c, &ok, NULL, NULL), IDEM_OK);
+	idem_call_free(c);
+	HARNESS_EQ(commits_now() - n, 2);
+	n = commits_now();
+	HARNESS_EQ(once("k2", fp_a, &o, &c), IDEM_RUN);
+	idem_call_free(c);
+	HARNESS_EQ(commits_now() - n, 1);
+	n = commits_now();
+	HARNESS_EQ(once("k2", fp_a, &o, &c), IDEM_REPLAY);
+	idem_call_free(c);
+	HARNESS_EQ(commits_now() - n, 0);
+}
+
 #ifdef IDEM_FAULT_POINTS
+/*
+ * A write of idem_once that fails leaves nothing: no record (the next
+ * request runs afresh) and no row, and the call fails instead of giving
+ * a verdict: the completed record failing to be written after the claim
+ * and the hook's row were (store_complete), and the commit failing
+ * (batch_commit).
+ */
+static void
+test_once_failed_commit(void)
+{
+	struct once o = { .row = "r" };
+	struct idem_call *c = NULL;
+	size_t rows = 1;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(idem);
+	setenv("IDEM_FAULT", "store_complete:fail", 1);
+	CU_ASSERT(idem_once(idem, "s", "k", fp_a, once_make, &o, &c) !=
+	    IDEM_OK);
+	unsetenv("IDEM_FAULT");
+	CU_ASSERT(c == NULL);
+	HARNESS_EQ(idem_row_count(idem, "rows", &rows), IDEM_OK);
+	HARNESS_EQ(rows, 0);
+	HARNESS_EQ(once("k", fp_a, &o, &c), IDEM_RUN);
+	idem_call_free(c);
+	HARNESS_EQ(idem_row_count(idem, "rows", &rows), IDEM_OK);
+	HARNESS_EQ(rows, 1);
+	o.row = "r3";
+	setenv("IDEM_FAULT", "batch_commit:fail", 1);
+	CU_ASSERT(idem_once(idem, "s", "k3", fp_a, once_make, &o, &c) !=
+	    IDEM_OK);
+	unsetenv("IDEM_FAULT");
+	CU_ASSERT(c == NULL);
+	HARNESS_EQ(idem_row_count(idem, "rows", &rows), IDEM_OK);
+	HARNESS_EQ(rows, 1);
+	HARNESS_EQ(once("k3", fp_a, &o, &c), IDEM_RUN);
+	idem_call_free(c);
+	HARNESS_EQ(idem_row_count(idem, "rows", &rows), IDEM_OK);
+	HARNESS_EQ(rows, 2);
+}
+
 /*
  * An answer whose completion failed to commit is never replayed from
  * memory: the key's next call goes to the store, which still holds the
@@ -1216,11 +1496,18 @@ harness_suites(void)
 	    CU_add_test(s, "replay cache: threads at once",
 	    test_replay_cache_threads) == NULL ||
 	    CU_add_test(s, "replay cache: lookups in /metrics",
-	    test_replay_cache_metrics) == NULL)
+	    test_replay_cache_metrics) == NULL ||
+	    CU_add_test(s, "once: fresh, replay, mismatch",
+	    test_once_fresh_replay_mismatch) == NULL ||
+	    CU_add_test(s, "once: threads on one key", test_once_threads) ==
+	    NULL ||
+	    CU_add_test(s, "once: one commit", test_once_one_commit) == NULL)
 		return -1;
 #ifdef IDEM_FAULT_POINTS
 	if (CU_add_test(s, "replay cache: a failed completion never enters",
-	    test_replay_cache_failed_commit) == NULL)
+	    test_replay_cache_failed_commit) == NULL ||
+	    CU_add_test(s, "once: a failed write stores nothing",
+	    test_once_failed_commit) == NULL)
 		return -1;
 #endif
 	return 0;

@@ -639,7 +639,7 @@ static void *
 held_claim_main(void *arg)
 {
 	struct held_claim *w = arg;
-	struct store_first first = { 0, NULL, 0, hold_hook, w->h };
+	struct store_first first = { 0, NULL, 0, hold_hook, w->h, NULL };
 	struct store_claim c;
 	uint8_t t[REC_TOKEN_SIZE];
 
