@@ -1764,10 +1764,12 @@ pg_open(const struct store_config *cfg, struct store **out)
 	 * every new session does), and stays in the pool.  Never run on a
 	 * schema this program does not know to be compatible: an older one
 	 * lacks what it writes, and one past its range may have lost what
-	 * it uses (a downgrade is not a migration).
+	 * it uses (a downgrade is not a migration).  What the check found
+	 * last starts as what this program's own migrations record, so that
+	 * only a schema other than that is logged.
 	 */
 	s->schema_v = PG_SCHEMA_VERSION;
-	s->schema_compat = PG_SCHEMA_VERSION;
+	s->schema_compat = PG_SCHEMA_COMPAT;
 	if ((rc = pg_acquire(s, &pc)) != IDEM_OK) {
 		if (!s->schema_bad && rc != IDEM_EUNSAFE)
 			fprintf(stderr, "idem: cannot connect to the "
