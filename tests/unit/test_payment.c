@@ -207,8 +207,8 @@ test_fp_exclusions(void)
 		"{\"amount\": 100.00, \"currency\": \"USD\", \"trace_id\": 1}",
 		"{\"amount\": 100.00, \"currency\": \"BRL\", \"trace_id \": 1}",
 		"{\"amount\": 100.00, \"currency\": \"BRL\", \"Trace_id\": 1}",
-		"{\"amount\": 100.00, \"currency\": \"BRL\", \"metadata\": "
-		    "{\"trace_id\": 1}}",
+		("{\"amount\": 100.00, \"currency\": \"BRL\", \"metadata\": "
+		    "{\"trace_id\": 1}}"),
 	};
 	char hex[2 * IDEM_FP_SIZE + 1];
 	size_t i;
