@@ -532,17 +532,29 @@ idem_call_new(struct idem *idem, const char *scope, const char *key,
 	return IDEM_OK;
 }
 
-int
-idem_begin(struct idem *idem, const char *scope, const char *key,
-    const uint8_t fp[IDEM_FP_SIZE], idem_start_fn start, void *start_ctx,
-    struct idem_call **out)
+/*
+ * What a write step does where a call would claim the key (idem_claim
+ * for idem_begin, idem_once_write for idem_once): it sets c's verdict
+ * and record; arg carries the caller's function and context.
+ */
+typedef int (*idem_write_fn)(struct idem_call *c,
+    const uint8_t fp[IDEM_FP_SIZE], void *arg);
+
+/*
+ * The decision idem_begin and idem_once share: the replay cache, then a
+ * read (no write lock), and write's step only where the key is to be
+ * claimed; then the verdict counted and the replay or conflict made
+ * ready.  claims: the call holds a claim when its verdict is to run
+ * (idem_begin), as against work already written (idem_once).
+ */
+static int
+idem_decide(struct idem *idem, const char *scope, const char *key,
+    const uint8_t fp[IDEM_FP_SIZE], idem_write_fn write, void *arg,
+    int claims, struct idem_call **out)
 {
 	struct idem_call *c;
 	int rc;
 
-	*out = NULL;
-	if (idem == NULL || scope == NULL || key == NULL || fp == NULL)
-		return IDEM_EINVAL;
 	if ((rc = idem_call_new(idem, scope, key, &c)) != IDEM_OK)
 		return rc;
 	if (idem_cached(c, fp)) {
@@ -560,7 +572,7 @@ idem_begin(struct idem *idem, const char *scope, const char *key,
 		goto fail;
 	if ((rc != IDEM_OK || c->verdict == IDEM_RUN ||
 	    c->verdict == IDEM_RESUME) &&
-	    (rc = idem_claim(c, fp, start, start_ctx)) != IDEM_OK)
+	    (rc = write(c, fp, arg)) != IDEM_OK)
 		goto fail;
 	metrics_inc(idem_verdict_metric[c->verdict]);
 	switch (c->verdict) {
@@ -577,8 +589,10 @@ idem_begin(struct idem *idem, const char *scope, const char *key,
 		break;
 	case IDEM_RUN:
 	case IDEM_RESUME:
-		c->claimed = 1;
-		fault_point("after_claim");
+		if (claims) {
+			c->claimed = 1;
+			fault_point("after_claim");
+		}
 		break;
 	default:
 		break;
@@ -589,6 +603,34 @@ idem_begin(struct idem *idem, const char *scope, const char *key,
 fail:
 	idem_call_free(c);
 	return rc;
+}
+
+/* idem_begin's write step: the claim, with the caller's start. */
+struct idem_begin_arg {
+	idem_start_fn start;
+	void *start_ctx;
+};
+
+static int
+idem_begin_write(struct idem_call *c, const uint8_t fp[IDEM_FP_SIZE],
+    void *arg)
+{
+	struct idem_begin_arg *a = arg;
+
+	return idem_claim(c, fp, a->start, a->start_ctx);
+}
+
+int
+idem_begin(struct idem *idem, const char *scope, const char *key,
+    const uint8_t fp[IDEM_FP_SIZE], idem_start_fn start, void *start_ctx,
+    struct idem_call **out)
+{
+	struct idem_begin_arg a = { start, start_ctx };
+
+	*out = NULL;
+	if (idem == NULL || scope == NULL || key == NULL || fp == NULL)
+		return IDEM_EINVAL;
+	return idem_decide(idem, scope, key, fp, idem_begin_write, &a, 1, out);
 }
 
 enum idem_verdict
@@ -1080,57 +1122,31 @@ out:
 	return rc;
 }
 
+/* idem_once's write step: fn's answer, written as the claim's. */
+struct idem_once_arg {
+	idem_once_fn fn;
+	void *ctx;
+};
+
+static int
+idem_once_step(struct idem_call *c, const uint8_t fp[IDEM_FP_SIZE],
+    void *arg)
+{
+	struct idem_once_arg *a = arg;
+
+	return idem_once_write(c, fp, a->fn, a->ctx);
+}
+
 int
 idem_once(struct idem *idem, const char *scope, const char *key,
     const uint8_t fp[IDEM_FP_SIZE], idem_once_fn fn, void *ctx,
     struct idem_call **out)
 {
-	struct idem_call *c;
-	int rc;
+	struct idem_once_arg a = { fn, ctx };
 
 	*out = NULL;
 	if (idem == NULL || scope == NULL || key == NULL || fp == NULL ||
 	    fn == NULL)
 		return IDEM_EINVAL;
-	if ((rc = idem_call_new(idem, scope, key, &c)) != IDEM_OK)
-		return rc;
-	if (idem_cached(c, fp)) {
-		*out = c;
-		return IDEM_OK;
-	}
-	/* As idem_begin: a read first, the write only for a claim. */
-	rc = store_lookup(idem->store, scope, key, &c->rec);
-	if (rc == IDEM_OK) {
-		c->verdict = idem_of_decision[engine_decide(&c->rec, fp,
-		    c->start_ms, &c->retry_after)];
-		if (c->verdict == IDEM_RUN || c->verdict == IDEM_RESUME)
-			rec_free(&c->rec);
-	} else if (rc != IDEM_ENOTFOUND)
-		goto fail;
-	if ((rc != IDEM_OK || c->verdict == IDEM_RUN ||
-	    c->verdict == IDEM_RESUME) &&
-	    (rc = idem_once_write(c, fp, fn, ctx)) != IDEM_OK)
-		goto fail;
-	metrics_inc(idem_verdict_metric[c->verdict]);
-	switch (c->verdict) {
-	case IDEM_REPLAY:
-		if ((rc = store_unseal_response(idem->seal, c->scope, c->key,
-		    &c->rec, &c->resp_mem)) != IDEM_OK)
-			goto fail;
-		rcache_put(idem->rcache, c->scope, c->key, &c->rec);
-		idem_call_view(c);
-		break;
-	case IDEM_CONFLICT:
-		c->retry_after = idem_retry_after(idem, &c->rec, c->start_ms,
-		    c->retry_after);
-		break;
-	default:
-		break;
-	}
-	*out = c;
-	return IDEM_OK;
-
-fail:
-	idem_call_free(c);
-	return rc;
+	return idem_decide(idem, scope, key, fp, idem_once_step, &a, 0, out);
 }
