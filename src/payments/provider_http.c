@@ -11,6 +11,7 @@
  * the service answers with the original charge.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,10 +24,19 @@
 
 #define PROVIDER_HTTP_TIMEOUT_MS 10000
 #define PROVIDER_HTTP_ID_HEX 24
+/*
+ * Transfer handles kept between calls, each with the connection its last
+ * call left open: about as many as calls run at once, so the service
+ * sees that many connections, not one per thread that ever called.
+ */
+#define PROVIDER_HTTP_IDLE_MAX 64
 
 struct provider_http {
 	char base[PROVIDER_HTTP_URL_MAX];
 	unsigned timeout_ms;
+	pthread_mutex_t mu;		/* guards idle and nidle */
+	CURL *idle[PROVIDER_HTTP_IDLE_MAX];
+	size_t nidle;
 };
 
 /* The answer's body, bounded: a longer one fails the transfer. */
@@ -60,6 +70,10 @@ provider_http_open(const char *url, unsigned timeout_ms,
 	memcpy(h->base, url, len);
 	h->base[len] = '\0';
 	h->timeout_ms = timeout_ms > 0 ? timeout_ms : PROVIDER_HTTP_TIMEOUT_MS;
+	if (pthread_mutex_init(&h->mu, NULL) != 0) {
+		free(h);
+		return IDEM_ENOMEM;
+	}
 	*out = h;
 	return IDEM_OK;
 }
@@ -67,7 +81,52 @@ provider_http_open(const char *url, unsigned timeout_ms,
 void
 provider_http_close(struct provider_http *h)
 {
+	if (h == NULL)
+		return;
+	while (h->nidle > 0)
+		curl_easy_cleanup(h->idle[--h->nidle]);
+	pthread_mutex_destroy(&h->mu);
 	free(h);
+}
+
+/*
+ * A transfer handle for one call: the one put back last, whose connection
+ * is the likeliest still open (curl_easy_reset keeps it and drops every
+ * option), or a new one.
+ */
+static CURL *
+http_take(struct provider_http *h)
+{
+	CURL *c = NULL;
+
+	pthread_mutex_lock(&h->mu);
+	if (h->nidle > 0)
+		c = h->idle[--h->nidle];
+	pthread_mutex_unlock(&h->mu);
+	if (c == NULL)
+		return curl_easy_init();
+	curl_easy_reset(c);
+	return c;
+}
+
+/*
+ * Puts c back after a call that ended with cc.  After a failed transfer
+ * (a timeout, a dropped connection) the handle goes, and its connection
+ * with it: the next call starts on a connection of its own.
+ */
+static void
+http_give(struct provider_http *h, CURL *c, CURLcode cc)
+{
+	if (cc == CURLE_OK) {
+		pthread_mutex_lock(&h->mu);
+		if (h->nidle < PROVIDER_HTTP_IDLE_MAX) {
+			h->idle[h->nidle++] = c;
+			c = NULL;
+		}
+		pthread_mutex_unlock(&h->mu);
+	}
+	if (c != NULL)
+		curl_easy_cleanup(c);
 }
 
 enum provider_outcome
@@ -235,7 +294,7 @@ http_request(struct provider_http *h, const char *path, const char *key,
 	*sent = 0;
 	resp->len = 0;
 	snprintf(url, sizeof(url), "%s%s", h->base, path);
-	if ((c = curl_easy_init()) == NULL)
+	if ((c = http_take(h)) == NULL)
 		return cc;
 	if (body != NULL) {
 		if ((tmp = curl_slist_append(hdrs,
@@ -267,8 +326,12 @@ http_request(struct provider_http *h, const char *path, const char *key,
 		reqsize = 1;	/* unknown: assume it went out */
 	*sent = reqsize > 0 || *status != 0;
 out:
+	/* This call's memory goes: c keeps no pointer into it. */
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, NULL);
 	curl_slist_free_all(hdrs);
-	curl_easy_cleanup(c);
+	http_give(h, c, cc);
 	return cc;
 }
 

@@ -3,9 +3,15 @@
  * provider_http.h: the provider reached over HTTP (idem-provider(8)),
  * behind provider.h when IDEM_PROVIDER_URL is set.
  *
- * Every call is one request on its own curl easy handle, so calls on
- * many threads share nothing; provider_http_global_init must run once
- * before the threads start (curl_global_init is not thread-safe).
+ * Every call is one request on a curl easy handle of its own for the
+ * call; handles are kept between calls (up to 64, behind a mutex) with
+ * the connection each left open, so calls one after another reuse a
+ * connection instead of opening one each.  libcurl sends a request again
+ * on a new connection when a kept one turns out closed before any answer
+ * came: harmless, as every call carries its idempotency key, which the
+ * service answers with the first outcome.  A handle whose transfer
+ * failed is not kept.  provider_http_global_init must run once before
+ * the threads start (curl_global_init is not thread-safe).
  *
  * What the service answers is outside input: the body is read up to
  * PROVIDER_HTTP_BODY_MAX bytes, parsed with json.c and checked field by

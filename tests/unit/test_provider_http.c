@@ -11,6 +11,7 @@
 
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,7 +175,8 @@ test_open_invalid(void)
 enum stub_mode {
 	STUB_ANSWER,   /* sends answer, then closes */
 	STUB_DROP,     /* reads the request, closes without a byte */
-	STUB_SILENT    /* reads the request, waits until the client leaves */
+	STUB_SILENT,   /* reads the request, waits until the client leaves */
+	STUB_KEEP      /* answers every request on its one connection */
 };
 
 struct stub {
@@ -184,20 +186,18 @@ struct stub {
 	const char *answer;
 	char request[4096];
 	size_t reqlen;
+	int requests;  /* STUB_KEEP: requests answered */
 	pthread_t tid;
 };
 
-static void *
-stub_run(void *arg)
+/* Reads one request (headers and a short body) into s->request; 0 at EOF. */
+static int
+stub_read(struct stub *s, int fd)
 {
-	struct stub *s = arg;
-	char c;
 	ssize_t n;
-	int fd;
 
-	if ((fd = accept(s->lfd, NULL, NULL)) < 0)
-		return NULL;
-	/* The request: headers and a body short enough for one read. */
+	s->reqlen = 0;
+	s->request[0] = '\0';
 	while (s->reqlen < sizeof(s->request) - 1 &&
 	    (n = read(fd, s->request + s->reqlen,
 	    sizeof(s->request) - 1 - s->reqlen)) > 0) {
@@ -206,8 +206,28 @@ stub_run(void *arg)
 		if (strstr(s->request, "}") != NULL ||
 		    (strncmp(s->request, "GET", 3) == 0 &&
 		    strstr(s->request, "\r\n\r\n") != NULL))
-			break;
+			return 1;
 	}
+	return s->reqlen > 0;
+}
+
+static void *
+stub_run(void *arg)
+{
+	struct stub *s = arg;
+	char c;
+	int fd;
+
+	if ((fd = accept(s->lfd, NULL, NULL)) < 0)
+		return NULL;
+	if (s->mode == STUB_KEEP) {
+		while (stub_read(s, fd) &&
+		    write(fd, s->answer, strlen(s->answer)) > 0)
+			s->requests++;
+		close(fd);
+		return NULL;
+	}
+	(void)stub_read(s, fd);
 	if (s->mode == STUB_ANSWER)
 		(void)!write(fd, s->answer, strlen(s->answer));
 	else if (s->mode == STUB_SILENT)
@@ -335,6 +355,43 @@ test_http_body_too_long(void)
 	free(ans);
 }
 
+/*
+ * Calls one after the other reuse one connection: a payment does not pay
+ * for a TCP handshake with the provider, nor leave a socket in TIME_WAIT
+ * behind it.  The stub accepts one connection only: a second would get
+ * no answer, and the call would time out.
+ */
+static void
+test_http_reuse(void)
+{
+	struct stub s;
+	struct provider_http *h = NULL;
+	struct provider_charge ch;
+	char url[64];
+	int i, fl;
+	const char *ans = "HTTP/1.1 201 Created\r\nContent-Type: "
+	    "application/json\r\nContent-Length: 55\r\n"
+	    "\r\n{\"status\":\"charged\",\"id\":\"" ID_CH "\"}";
+
+	stub_start(&s, STUB_KEEP, ans);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", s.port);
+	HARNESS_EQ(provider_http_open(url, 2000, &h), IDEM_OK);
+	for (i = 0; i < 3; i++) {
+		HARNESS_EQ(provider_http_call(h, 0, "charge:acct:k:1", 1234,
+		    "EUR", &ch), IDEM_OK);
+		HARNESS_EQ(ch.outcome, PROVIDER_CHARGED);
+	}
+	/* Closing the handle closes the connection: the stub sees EOF. */
+	provider_http_close(h);
+	pthread_join(s.tid, NULL);
+	HARNESS_EQ(s.requests, 3);
+	/* And no other connection was made. */
+	fl = fcntl(s.lfd, F_GETFL);
+	CU_ASSERT_FATAL(fl >= 0 && fcntl(s.lfd, F_SETFL, fl | O_NONBLOCK) == 0);
+	CU_ASSERT(accept(s.lfd, NULL, NULL) < 0);
+	close(s.lfd);
+}
+
 /* Nothing listens: the request never left, nothing can have happened. */
 static void
 test_http_refused(void)
@@ -416,6 +473,7 @@ static const struct {
 	{ "timeout", test_http_timeout },
 	{ "answer too long", test_http_body_too_long },
 	{ "connection refused", test_http_refused },
+	{ "one connection for calls in turn", test_http_reuse },
 	{ "provider.h dispatch", test_provider_dispatch },
 };
 
