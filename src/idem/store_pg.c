@@ -485,6 +485,7 @@ pg_session_open(struct pgstore *s, struct pgconn *pc)
 	pc->broken = 0;
 	pc->begin = 0;
 	pc->prepared = 0;
+	pc->fresh = 1;
 	memset(pc->granted, 0, sizeof(pc->granted));
 	pc->clock_at = 0;
 	if ((pc->c = pg_connect(s->conninfo, s->read_only, &s->lim, why,
@@ -499,6 +500,26 @@ pg_session_open(struct pgstore *s, struct pgconn *pc)
 		return rc;
 	}
 	PQsetNoticeReceiver(pc->c, pg_notice, pc);
+	return IDEM_OK;
+}
+
+/*
+ * The checks of a session's first use, and the periodic ones after it:
+ * the schema (pg_schema_check) and, for a writer, the synchronous
+ * standbys (pg_sync_recheck).  A session is fresh from pg_session_open
+ * until they pass, wherever it was opened (pg_acquire, or pg_read_back
+ * in a session's place), so that no statement runs on a new session
+ * before its schema is known to fit.
+ */
+static int
+pg_session_checks(struct pgstore *s, struct pgconn *pc)
+{
+	int rc;
+
+	if ((rc = pg_schema_check(s, pc, pc->fresh)) != IDEM_OK ||
+	    (rc = pg_sync_recheck(s, pc, pc->fresh)) != IDEM_OK)
+		return rc;
+	pc->fresh = 0;
 	return IDEM_OK;
 }
 
@@ -552,7 +573,7 @@ pg_acquire(struct pgstore *s, struct pgconn **out)
 	struct pgconn *pc;
 	struct timespec until;
 	uint64_t ns;
-	int opened, rc;
+	int rc;
 
 	*out = NULL;
 	/* A connection opened by a parent process is never ours to use. */
@@ -587,13 +608,11 @@ pg_acquire(struct pgstore *s, struct pgconn **out)
 		pg_session_close(pc);
 	pc->broken = 0;
 	pc->begin = 0;
-	opened = pc->c == NULL;
 	if (pc->c == NULL && (rc = pg_session_open(s, pc)) != IDEM_OK) {
 		pg_release(s, pc);
 		return rc;
 	}
-	if ((rc = pg_schema_check(s, pc, opened)) != IDEM_OK ||
-	    (rc = pg_sync_recheck(s, pc, opened)) != IDEM_OK) {
+	if ((rc = pg_session_checks(s, pc)) != IDEM_OK) {
 		pg_release(s, pc);
 		return rc;
 	}
@@ -1037,7 +1056,8 @@ pg_read_back(struct pgstore *s, struct pgconn *pc)
 	int rc, found, same;
 
 	pg_session_close(pc);
-	if (pg_session_open(s, pc) != IDEM_OK)
+	if (pg_session_open(s, pc) != IDEM_OK ||
+	    pg_session_checks(s, pc) != IDEM_OK)
 		return IDEM_EIO;
 	pg_arg_u64(&a, (uint64_t)PQbackendPID(pc->c) % PG_COUNT_SLOTS);
 	pc->begin = 1;

@@ -151,6 +151,12 @@ struct pgconn {
 	int begin;        /* BEGIN goes with the next statement */
 	int broken;       /* left in a state no statement can use */
 	/*
+	 * Opened and not yet checked: the schema and the standbys are
+	 * checked on a session's first use (pg_session_checks), wherever it
+	 * was opened.
+	 */
+	int fresh;
+	/*
 	 * The transaction ended in its own pipeline (pg_send_tx): there is
 	 * nothing to commit or roll back.
 	 */

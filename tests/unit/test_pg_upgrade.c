@@ -153,21 +153,61 @@ pay(struct store *s, const char *key)
 }
 
 /*
+ * Whether process pid has exited (gone, or a zombie): its sockets are
+ * closed then.  The test's server runs on this host.
+ */
+static int
+proc_gone(long pid)
+{
+	char path[64];
+	FILE *f;
+	int c, st = 0;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return 1;
+	/* "pid (comm) S ...": the state follows the last ')'. */
+	while ((c = fgetc(f)) != EOF)
+		if (c == ')')
+			st = 0;
+		else if (st == 0 && c != ' ')
+			st = c;
+	fclose(f);
+	return st == 'Z' || st == 'X';
+}
+
+/*
  * Ends every other session of the test's database, as a failover or a
  * server restart does, and waits (a bounded poll, 10 s) until they are
- * gone, so that the store's next call opens a session of its own.
+ * gone: out of pg_stat_activity and their processes exited, so that
+ * their sockets are closed (a backend leaves pg_stat_activity before it
+ * exits) and the store's next call opens a session of its own.
  */
 static void
 end_sessions(void)
 {
-	int i;
+	PGconn *c = PQconnectdb(getenv("IDEM_TEST_PG"));
+	PGresult *r;
+	long pids[64];
+	int i, j, n = 0, left;
 
+	CU_ASSERT_FATAL(PQstatus(c) == CONNECTION_OK);
+	r = PQexec(c, "SELECT pid FROM pg_stat_activity WHERE datname = "
+	    "current_database() AND pid <> pg_backend_pid()");
+	CU_ASSERT(PQresultStatus(r) == PGRES_TUPLES_OK);
+	for (i = 0; i < PQntuples(r) && n < 64; i++)
+		pids[n++] = strtol(PQgetvalue(r, i, 0), NULL, 10);
+	PQclear(r);
+	PQfinish(c);
 	HARNESS_EQ(sql("SELECT count(pg_terminate_backend(pid)) >= 0 FROM "
 	    "pg_stat_activity WHERE datname = current_database() AND "
 	    "pid <> pg_backend_pid()") >= 0, 1);
 	for (i = 0; i < 1000; i++) {
-		if (sql("SELECT count(*) FROM pg_stat_activity WHERE datname = "
-		    "current_database() AND pid <> pg_backend_pid()") == 0)
+		for (j = 0, left = 0; j < n; j++)
+			left += !proc_gone(pids[j]);
+		if (left == 0 && sql("SELECT count(*) FROM pg_stat_activity "
+		    "WHERE datname = current_database() AND "
+		    "pid <> pg_backend_pid()") == 0)
 			return;
 		usleep(10000);
 	}
@@ -521,6 +561,44 @@ test_migrate_lock_wait(void)
 	    P), 0);
 	store_close(s);
 }
+
+/*
+ * A session opened to read back a write whose COMMIT's answer was lost
+ * is a new session like any other: it checks the schema before it reads
+ * or writes, and the store's calls after it run only on a schema that
+ * fits.  Here a contract (P + 2, compat P + 1) lands while the program's
+ * session is between checks; its claim commits on that session, the
+ * answer is lost (store_pg_commit_lost), and the read-back's session
+ * finds the contract: the claim fails with IDEM_EIO, as its outcome
+ * cannot be read on a schema this program does not run on, and so does
+ * the next call, logged once.
+ */
+static void
+test_read_back_rechecks(void)
+{
+	struct store *s = open_store(1);
+	struct capture cap;
+	char want[256];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	HARNESS_EQ(pay(s, "before"), IDEM_OK);
+	HARNESS_EQ(sqlf("INSERT INTO idem_schema_version (version, compat) "
+	    "VALUES (%d, %d)", P + 2, P + 1), 0);
+	capture_begin(&cap);
+	setenv("IDEM_FAULT", "store_pg_commit_lost:fail", 1);
+	HARNESS_EQ(claim(s, "lost", 7), -IDEM_EIO);
+	unsetenv("IDEM_FAULT");
+	HARNESS_EQ(claim(s, "before", 7), -IDEM_EIO);
+	HARNESS_EQ(claim(s, "after", 7), -IDEM_EIO);
+	capture_end(&cap);
+	refusal(want, sizeof(want), P + 2, P + 1);
+	HARNESS_EQ(count_of(cap.text, want), 1);
+	HARNESS_EQ(sqlf("SELECT count(*) FROM idem_keys WHERE key = "
+	    "'after'"), 0);
+	HARNESS_EQ(sqlf("DELETE FROM idem_schema_version WHERE version > %d",
+	    P), 0);
+	store_close(s);
+}
 #endif
 
 int
@@ -541,6 +619,8 @@ harness_suites(void)
 		    test_migrate_lock_wait },
 		{ "migrate up to a version: the expand step alone",
 		    test_migrate_to },
+		{ "a read-back's new session checks the schema too",
+		    test_read_back_rechecks },
 #endif
 	};
 	CU_pSuite s;
