@@ -98,6 +98,7 @@ class Settings:
         self.cluster = env_int("BENCH_CLUSTER", 1, 0) > 0
         self.provider_threads = env_int("BENCH_PROVIDER_THREADS", 64, 1)
         self.peers = env_int("BENCH_PEERS", 1, 0) > 0
+        self.cost = env_int("BENCH_COST", 1, 0) > 0
         self.peer_workers = env_int("BENCH_PEER_WORKERS", 1, 1)
         self.wrk_threads_for = lambda conns: max(1, min(self.wrk_threads, conns))
 
@@ -1436,6 +1437,11 @@ def write_report(path, ctx):
     for line in ctx["flushes"]:
         w(line)
     w("")
+    w("## What a request costs the worker")
+    w("")
+    for line in ctx.get("cost", ["Not run."]):
+        w(line)
+    w("")
     w("## The store alone: idem's LMDB store vs the reference design on SQLite WAL")
     w("")
     w("Claim, then complete, for fresh keys, one after the other; keys/s is "
@@ -1664,6 +1670,85 @@ def http_row(c, bare):
 
 
 # ---------------------------------------------------------------- main
+
+COST_CASES = ("replay", "fresh")
+COST_SYSCALLS = ("futex", "getrandom", "pwrite64", "writev", "fdatasync", "accept",
+                 "poll", "read", "write", "clock_nanosleep")
+
+
+def cost_run(meter):
+    """tests/bench/cost.py with one meter over COST_CASES: its output lines."""
+    argv = [sys.executable, os.path.join(HERE, "cost.py"), "--build", S.build,
+            "--meter", meter, "--out-dir", S.cost_dir]
+    for c in COST_CASES:
+        argv += ["--case", c]
+    # Its own state directory: cost.py empties the one it is given.
+    env = dict(os.environ, BENCH_STATE_DIR=S.cost_dir)
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=900, env=env)
+    if p.returncode != 0:
+        raise RuntimeError(f"cost.py --meter {meter}: {p.stderr.strip()[-300:]}")
+    return p.stdout.splitlines()
+
+
+def cost_parse(count, strace, callgrind):
+    """Per request, by case: what cost.py's three meters printed."""
+    per = {c: {"calls": {}} for c in COST_CASES}
+    num = lambda t: float(t.replace(",", ""))
+    for line in callgrind:
+        m = re.match(r"(\w+): [\d,]+ requests under callgrind; ([\d,]+) instructions", line)
+        if m and m.group(1) in per:
+            per[m.group(1)]["instructions"] = num(m.group(2))
+    for line in count:
+        m = re.match(r"(\w+): .*voluntary cs ([\d.]+), involuntary cs ([\d.]+), "
+                     r"user µs ([\d.]+), sys µs ([\d.]+)", line)
+        if m and m.group(1) in per:
+            d = per[m.group(1)]
+            d["vcs"], d["ics"], d["user"], d["sys"] = (num(g) for g in m.groups()[1:])
+    case = None
+    for line in strace:
+        m = re.match(r"(\w+): [\d,]+ requests under strace", line)
+        if m:
+            case = m.group(1) if m.group(1) in per else None
+            continue
+        p = line.split()
+        if case and len(p) >= 2 and line.startswith("  "):
+            per[case]["calls"][p[0]] = num(p[1])
+    return per
+
+
+def cost_lines():
+    """The cost of a replay and of a fresh payment in one worker."""
+    S.cost_dir = os.path.join(S.state_root, "cost")
+    say("cost of a request: cost.py --meter count, strace, callgrind")
+    per = cost_parse(cost_run("count"), cost_run("strace"), cost_run("callgrind"))
+    f1 = lambda v: "n/a" if v is None else f"{v:,.1f}"
+    lines = [
+        "One worker behind lighttpd, 32 connections, wrk for 5 s per meter "
+        "(`tests/bench/cost.py`, which says how each is read): instructions "
+        "from callgrind (start-up and shutdown subtracted), which a busy "
+        "machine does not change; system calls from `strace -f -c`; context "
+        "switches (every thread's, from /proc) and CPU time of the worker "
+        "from a run without a tracer. Per request answered.", "",
+        "| request | instructions | system calls | voluntary switches | "
+        "involuntary switches | CPU µs (user + sys) |",
+        "|---|---:|---:|---:|---:|---:|"]
+    for c in COST_CASES:
+        d = per[c]
+        ins = d.get("instructions")
+        cpu = (f"{d['user'] + d['sys']:,.0f} ({d['user']:,.0f} + {d['sys']:,.0f})"
+               if "user" in d else "n/a")
+        lines.append(f"| {'a replay' if c == 'replay' else 'a fresh payment'} | "
+                     f"{'n/a' if ins is None else f'{ins:,.0f}'} | "
+                     f"{f1(d['calls'].get('total'))} | {f1(d.get('vcs'))} | "
+                     f"{f1(d.get('ics'))} | {cpu} |")
+    calls = per["fresh"]["calls"]
+    if calls:
+        named = [f"{k} {calls[k]:.2f}" for k in COST_SYSCALLS if k in calls]
+        rest = sum(v for k, v in calls.items() if k not in COST_SYSCALLS and k != "total")
+        lines += ["", "A fresh payment's system calls: " + ", ".join(named) +
+                  (f", others {rest:.2f}" if rest else "") + "."]
+    return lines
+
 
 def flush_lines(fresh_cases, main_server):
     """The flushes-per-payment section, from the counter or from strace."""
@@ -2227,6 +2312,13 @@ def main():
     except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
         ctx["flushes"] = [f"n/a: {str(e).strip()[:300]}"]
         S.failed.append("flushes")
+    ctx["cost"] = ["Not run (BENCH_COST=0)."]
+    if S.cost and "fresh" in {c.name for c in cases}:
+        try:
+            ctx["cost"] = cost_lines()
+        except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+            ctx["cost"] = [f"n/a: {str(e).strip()[:300]}"]
+            S.failed.append("cost")
     ctx["memory"] = [(f"{n} ({'bare' if n == 'bare' else 'idem-fcgi'})", memory(servers[n]))
                      for n in ("bare", "idem", "idem-lat", "idem-10k", "idem-1m")]
     for n in ("idem-10k", "idem-1m", "idem-lat"):
