@@ -91,8 +91,7 @@ provider_http_close(struct provider_http *h)
 
 /*
  * A transfer handle for one call: the one put back last, whose connection
- * is the likeliest still open (curl_easy_reset keeps it and drops every
- * option), or a new one.
+ * is the likeliest still open, or a new one.
  */
 static CURL *
 http_take(struct provider_http *h)
@@ -103,21 +102,21 @@ http_take(struct provider_http *h)
 	if (h->nidle > 0)
 		c = h->idle[--h->nidle];
 	pthread_mutex_unlock(&h->mu);
-	if (c == NULL)
-		return curl_easy_init();
-	curl_easy_reset(c);
-	return c;
+	return c != NULL ? c : curl_easy_init();
 }
 
 /*
- * Puts c back after a call that ended with cc.  After a failed transfer
- * (a timeout, a dropped connection) the handle goes, and its connection
- * with it: the next call starts on a connection of its own.
+ * Puts c back after a call that ended with cc, its options dropped
+ * (curl_easy_reset: it keeps no pointer into the call's memory, and
+ * keeps its connection).  After a failed transfer (a timeout, a dropped
+ * connection) the handle goes, and its connection with it: the next call
+ * starts on a connection of its own.
  */
 static void
 http_give(struct provider_http *h, CURL *c, CURLcode cc)
 {
 	if (cc == CURLE_OK) {
+		curl_easy_reset(c);
 		pthread_mutex_lock(&h->mu);
 		if (h->nidle < PROVIDER_HTTP_IDLE_MAX) {
 			h->idle[h->nidle++] = c;
@@ -326,12 +325,8 @@ http_request(struct provider_http *h, const char *path, const char *key,
 		reqsize = 1;	/* unknown: assume it went out */
 	*sent = reqsize > 0 || *status != 0;
 out:
-	/* This call's memory goes: c keeps no pointer into it. */
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, NULL);
-	curl_slist_free_all(hdrs);
 	http_give(h, c, cc);
+	curl_slist_free_all(hdrs);
 	return cc;
 }
 
