@@ -195,8 +195,9 @@ struct idem_options {
 	 */
 	uint64_t max_keys_per_scope;
 	/*
-	 * Microseconds a group commit waits for more writes when the last
-	 * one carried more than one (0: never waits).
+	 * The most microseconds a group commit waits for more writes when
+	 * the last one carried more than one; it stops waiting once as many
+	 * are queued as that one carried (0: never waits).
 	 */
 	unsigned commit_delay_us;
 	/*

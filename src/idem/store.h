@@ -50,8 +50,9 @@ struct store_config {
 	 */
 	uint64_t max_keys_per_scope;
 	/*
-	 * Microseconds a group commit's leader waits for more writes when
-	 * the last commit carried more than one (0: never waits).  Set by
+	 * The most microseconds a group commit's leader waits for more
+	 * writes when the last commit carried more than one; it stops once as
+	 * many are queued as that commit carried (0: never waits).  Set by
 	 * the first handle to open the environment in this process.
 	 */
 	unsigned commit_delay_us;

@@ -226,6 +226,21 @@ lstore_tables_add(struct store_env *e, const struct store_config *cfg)
  * Opens the environment and its databases.  LMDB error codes come back
  * raw; the caller translates them.
  */
+/* A condition variable whose timed waits run on CLOCK_MONOTONIC. */
+static int
+lstore_cond_init(pthread_cond_t *c)
+{
+	pthread_condattr_t ca;
+	int rc;
+
+	if ((rc = pthread_condattr_init(&ca)) != 0)
+		return rc;
+	if ((rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC)) == 0)
+		rc = pthread_cond_init(c, &ca);
+	pthread_condattr_destroy(&ca);
+	return rc;
+}
+
 static int
 lstore_env_open(const struct store_config *cfg, const struct stat *st,
     struct store_env **out)
@@ -276,6 +291,10 @@ lstore_env_open(const struct store_config *cfg, const struct stat *st,
 	e->read_only = cfg->read_only;
 	if ((rc = pthread_mutex_init(&e->mu, NULL)) != 0)
 		goto fail_gate;
+	if ((rc = lstore_cond_init(&e->gathered)) != 0) {
+		pthread_mutex_destroy(&e->mu);
+		goto fail_gate;
+	}
 	e->queue_tail = &e->queue;
 	e->gather_us = cfg->commit_delay_us;
 	*out = e;
@@ -393,6 +412,7 @@ lstore_close(struct store *base)
 	 */
 	if (e->pid == getpid()) {
 		mdb_env_close(e->env);
+		pthread_cond_destroy(&e->gathered);
 		pthread_mutex_destroy(&e->mu);
 		lstore_gate_destroy(e);
 	}
@@ -528,20 +548,30 @@ lstore_batch_run(struct lstore *any, MDB_txn *txn, struct store_job *batch)
 
 /*
  * When the last batch carried more than one write, other writes are
- * likely on their way: the leader waits gather_us before it takes the
- * queue, so that they share this commit instead of each paying for the
- * next one (PostgreSQL's commit_delay).  A lone writer never waits.
+ * likely on their way: the leader waits, up to gather_us, until as many
+ * jobs are queued as the last batch carried, so that they share this
+ * commit instead of each paying for the next one (PostgreSQL's
+ * commit_delay, ended early once the writers it waits for are in).  A
+ * lone writer never waits, nor does a leader that finds them queued
+ * already.  Called and returns with e->mu held.
  */
 static void
 lstore_gather(struct store_env *e)
 {
-	struct timespec ts;
+	struct timespec until;
 
-	if (e->gather_us == 0 || e->last_batch < 2)
+	if (e->gather_us == 0 || e->last_batch < 2 ||
+	    e->queued >= e->last_batch)
 		return;
-	ts.tv_sec = 0;
-	ts.tv_nsec = (long)e->gather_us * 1000L;
-	nanosleep(&ts, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_nsec += (long)e->gather_us * 1000L;
+	until.tv_sec += until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	e->gather_want = e->last_batch;
+	while (e->queued < e->gather_want &&
+	    pthread_cond_timedwait(&e->gathered, &e->mu, &until) == 0)
+		;
+	e->gather_want = 0;
 }
 
 /*
@@ -574,10 +604,10 @@ lstore_lead(struct lstore *s)
 		lstore_txn_abort(txn);
 		rc = IDEM_EFULL;
 	}
-	lstore_gather(e);
 	pthread_mutex_lock(&e->mu);
-	for (e->last_batch = 0, j = e->queue; j != NULL; j = j->next)
-		e->last_batch++;
+	lstore_gather(e);
+	e->last_batch = e->queued;
+	e->queued = 0;
 	batch = e->queue;
 	e->queue = NULL;
 	e->queue_tail = &e->queue;
@@ -643,6 +673,8 @@ lstore_write(struct lstore *s, store_job_fn fn, void *arg)
 	pthread_mutex_lock(&e->mu);
 	*e->queue_tail = &job;
 	e->queue_tail = &job.next;
+	if (++e->queued == e->gather_want)
+		pthread_cond_signal(&e->gathered);
 	if ((lead = !e->leading) != 0)
 		e->leading = 1;
 	pthread_mutex_unlock(&e->mu);

@@ -190,8 +190,16 @@ struct store_env {
 	struct store_job *queue;
 	struct store_job **queue_tail;
 	int leading;
+	size_t queued;              /* jobs in queue */
 	size_t last_batch;          /* jobs in the last batch committed */
 	unsigned gather_us;         /* see store_config.commit_delay_us */
+	/*
+	 * A gathering leader waits on gathered until queued reaches
+	 * gather_want (0: no leader gathers), posted by the job that
+	 * brings it there.
+	 */
+	pthread_cond_t gathered;
+	size_t gather_want;
 	/*
 	 * The remap gate (the top of this file): held shared by every
 	 * thread with a transaction on the environment, exclusive by a

@@ -523,6 +523,76 @@ test_failed_commit_fails_all(void)
 	buf_free(&b);
 }
 
+/*
+ * The group commit's gather (IDEM_COMMIT_DELAY_US): after a batch of two
+ * writes, a leader alone in the queue waits for a second writer, takes it
+ * into its commit (one commit for both), and commits as soon as it is
+ * queued, not when the delay is over.  The store here gathers for up to
+ * ten minutes: a leader that waited the whole delay would hold both
+ * writers past the joins' deadline, and one that did not wait would
+ * commit alone.
+ */
+static void
+test_gather_ends_early(void)
+{
+	struct store_config cfg = { NULL, 0, 0, 0, 600000000u, tables, NULL,
+	    0, 0, 0, 0 };
+	char fifo_lead[600], fifo_queued[600], spec[1300];
+	struct held_write first, second, alone, partner;
+	struct buf b = BUF_INIT;
+	struct timespec until;
+	double commits;
+	struct rec r;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	store_close(st);
+	cfg.dir = harness_store(dir, 0);
+	st = NULL;
+	HARNESS_EQ(store_open(&cfg, &st), IDEM_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	/* A batch of two: the first leader held until the second is queued. */
+	snprintf(fifo_lead, sizeof(fifo_lead), "%s/lead.fifo", dir);
+	snprintf(fifo_queued, sizeof(fifo_queued), "%s/queued.fifo", dir);
+	CU_ASSERT_FATAL(mkfifo(fifo_lead, 0600) == 0);
+	CU_ASSERT_FATAL(mkfifo(fifo_queued, 0600) == 0);
+	snprintf(spec, sizeof(spec), "store_wait:wait=%s,store_queued:wait=%s",
+	    fifo_lead, fifo_queued);
+	setenv("IDEM_FAULT", spec, 1);
+	held_start(&first, "first", 0);
+	held_start(&second, "second", 0);
+	fifo_release(fifo_queued);
+	fifo_release(fifo_lead);
+	pthread_join(first.tid, NULL);
+	pthread_join(second.tid, NULL);
+	unsetenv("IDEM_FAULT");
+	HARNESS_EQ(first.rc, IDEM_OK);
+	HARNESS_EQ(second.rc, IDEM_OK);
+	/* Then one leader alone, gathering, and a partner it waits for. */
+	HARNESS_EQ(metrics_render(&b), IDEM_OK);
+	commits = harness_sample(b.data, "idem_store_commits_total");
+	held_start(&alone, "alone", 0);
+	held_start(&partner, "partner", 0);
+	CU_ASSERT_FATAL(clock_gettime(CLOCK_REALTIME, &until) == 0);
+	until.tv_sec += 60;
+	HARNESS_EQ(pthread_timedjoin_np(alone.tid, NULL, &until), 0);
+	HARNESS_EQ(pthread_timedjoin_np(partner.tid, NULL, &until), 0);
+	HARNESS_EQ(alone.rc, IDEM_OK);
+	HARNESS_EQ(partner.rc, IDEM_OK);
+	buf_reset(&b);
+	HARNESS_EQ(metrics_render(&b), IDEM_OK);
+	HARNESS_EQ(harness_sample(b.data, "idem_store_commits_total"),
+	    commits + 1);
+	buf_free(&b);
+	HARNESS_EQ(store_lookup(st, "acct", "alone", &r), IDEM_OK);
+	rec_free(&r);
+	HARNESS_EQ(store_lookup(st, "acct", "partner", &r), IDEM_OK);
+	rec_free(&r);
+	rec_free(&first.c.rec);
+	rec_free(&second.c.rec);
+	rec_free(&alone.c.rec);
+	rec_free(&partner.c.rec);
+}
+
 int
 harness_suites(void)
 {
@@ -550,6 +620,11 @@ harness_suites(void)
 	if (!harness_pg() &&
 	    CU_add_test(s, "a failed commit fails every job of its batch",
 	    test_failed_commit_fails_all) == NULL)
+		return -1;
+	/* PostgreSQL gathers commits in its server (commit_delay). */
+	if (!harness_pg() &&
+	    CU_add_test(s, "a gathering leader commits once its writers are in",
+	    test_gather_ends_early) == NULL)
 		return -1;
 #endif
 	return 0;
