@@ -65,11 +65,9 @@ pay_view(struct idem *idem, const char *payment, const struct pay_found *f,
 void
 pay_get(const struct pay_call *c)
 {
-	const struct request *req = c->req;
 	struct response *resp = c->resp;
 	struct buf view = BUF_INIT;
 	struct pay_found f;
-	char etag[PAY_ETAG_SIZE];
 	int rc;
 
 	if (c->env->idem == NULL) {
@@ -88,20 +86,8 @@ pay_get(const struct pay_call *c)
 		pay_read_error(resp, rc);
 		goto out;
 	}
-	pay_etag(view.data, view.len, etag);
-	resp_reset(resp);
-	resp_header(resp, "ETag", "%s", etag);
-	/* RFC 9110 section 13.1.2; it changes only when a refund is made. */
-	if (req->if_none_match != NULL && (strcmp(req->if_none_match,
-	    "*") == 0 || strstr(req->if_none_match, etag) != NULL)) {
-		resp->status = 304;
-		goto out;
-	}
-	resp->status = 200;
-	if ((rc = resp_header(resp, "Content-Type", "application/json")) !=
-	    IDEM_OK ||
-	    (rc = buf_append(&resp->body, view.data, view.len)) != IDEM_OK)
-		problem_build(resp, PROBLEM_INTERNAL, "%s.", idem_strerror(rc));
+	/* Its ETag changes only when a refund is made. */
+	pay_answer_read(c->req, resp, view.data, view.len);
 out:
 	buf_free(&view);
 	pay_found_free(&f);

@@ -22,7 +22,6 @@ refund_get(const struct pay_call *c)
 	struct response *resp = c->resp;
 	const uint8_t *s, *p, *b;
 	size_t rowlen = 0, slen, blen;
-	char etag[PAY_ETAG_SIZE];
 	void *row = NULL;
 	int rc;
 
@@ -49,14 +48,8 @@ refund_get(const struct pay_call *c)
 		pay_read_error(resp, rc);
 		goto out;
 	}
-	pay_etag(b, blen, etag);
-	resp_reset(resp);
-	resp->status = 200;
-	if ((rc = resp_header(resp, "Content-Type", "application/json")) !=
-	    IDEM_OK ||
-	    (rc = resp_header(resp, "ETag", "%s", etag)) != IDEM_OK ||
-	    (rc = buf_append(&resp->body, b, blen)) != IDEM_OK)
-		problem_build(resp, PROBLEM_INTERNAL, "%s.", idem_strerror(rc));
+	/* A refund never changes: its ETag is the one its 201 had. */
+	pay_answer_read(c->req, resp, b, blen);
 out:
 	free(row);
 }

@@ -60,6 +60,30 @@ pay_read_error(struct response *resp, int err)
 }
 
 void
+pay_answer_read(const struct request *req, struct response *resp,
+    const void *body, size_t blen)
+{
+	char etag[PAY_ETAG_SIZE];
+	int rc;
+
+	pay_etag(body, blen, etag);
+	resp_reset(resp);
+	if ((rc = resp_header(resp, "ETag", "%s", etag)) != IDEM_OK)
+		goto fail;
+	if (req->if_none_match != NULL && (strcmp(req->if_none_match,
+	    "*") == 0 || strstr(req->if_none_match, etag) != NULL)) {
+		resp->status = 304;
+		return;
+	}
+	resp->status = 200;
+	if ((rc = resp_header(resp, "Content-Type", "application/json")) ==
+	    IDEM_OK && (rc = buf_append(&resp->body, body, blen)) == IDEM_OK)
+		return;
+fail:
+	problem_build(resp, PROBLEM_INTERNAL, "%s.", idem_strerror(rc));
+}
+
+void
 pay_bad_request(enum req_status st, const struct config *cfg,
     struct response *resp)
 {

@@ -109,6 +109,16 @@ void pay_store_error(struct response *resp, int err);
  */
 void pay_read_error(struct response *resp, int err);
 
+/*
+ * The answer to a GET of one stored representation (a payment, a
+ * refund): resp reset to its ETag (PAY_ETAG_SIZE, pay_etag) and then a
+ * 304 without a body when the request's If-None-Match names that ETag or
+ * is "*" (RFC 9110 section 13.1.2: weak comparison, which a list of
+ * quoted tags passes by containing it), else the 200 with the body.
+ */
+void pay_answer_read(const struct request *req, struct response *resp,
+    const void *body, size_t blen);
+
 /* A payment found by pay_find_owned: its stored row, and in it its body. */
 struct pay_found {
 	uint8_t name[ROWKEY_LEN];   /* rowkey(id) */
