@@ -15,6 +15,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "crypto.h"
 #include "err.h"
@@ -424,4 +425,29 @@ store_limit_retry(int have, uint64_t at, uint64_t now_ms, uint64_t ttl_ms)
 	if (secs < 1)
 		secs = 1;
 	return secs > UINT32_MAX ? UINT32_MAX : (uint32_t)secs;
+}
+
+int
+store_cond_init(pthread_cond_t *c)
+{
+	pthread_condattr_t ca;
+	int rc;
+
+	if ((rc = pthread_condattr_init(&ca)) != 0)
+		return rc;
+	if ((rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC)) == 0)
+		rc = pthread_cond_init(c, &ca);
+	pthread_condattr_destroy(&ca);
+	return rc;
+}
+
+void
+store_deadline(struct timespec *at, uint64_t us)
+{
+	uint64_t ns;
+
+	clock_gettime(CLOCK_MONOTONIC, at);
+	ns = (uint64_t)at->tv_nsec + us * 1000;
+	at->tv_sec += (time_t)(ns / 1000000000);
+	at->tv_nsec = (long)(ns % 1000000000);
 }

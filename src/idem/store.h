@@ -29,6 +29,7 @@
 #ifndef IDEM_STORE_H
 #define IDEM_STORE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -569,5 +570,15 @@ uint32_t store_limit_retry(int have, uint64_t at, uint64_t now_ms,
  */
 #define STORE_TABLE_NAME_MAX 63
 int store_table_name_ok(const char *name);
+
+/*
+ * Both backends' bounded waits run on CLOCK_MONOTONIC, a clock no one
+ * can set back: store_cond_init makes a condition variable whose timed
+ * waits use it, and store_deadline sets *at to us microseconds from now
+ * on it, for pthread_cond_timedwait.
+ */
+struct timespec;
+int store_cond_init(pthread_cond_t *c);
+void store_deadline(struct timespec *at, uint64_t us);
 
 #endif

@@ -226,21 +226,6 @@ lstore_tables_add(struct store_env *e, const struct store_config *cfg)
  * Opens the environment and its databases.  LMDB error codes come back
  * raw; the caller translates them.
  */
-/* A condition variable whose timed waits run on CLOCK_MONOTONIC. */
-static int
-lstore_cond_init(pthread_cond_t *c)
-{
-	pthread_condattr_t ca;
-	int rc;
-
-	if ((rc = pthread_condattr_init(&ca)) != 0)
-		return rc;
-	if ((rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC)) == 0)
-		rc = pthread_cond_init(c, &ca);
-	pthread_condattr_destroy(&ca);
-	return rc;
-}
-
 static int
 lstore_env_open(const struct store_config *cfg, const struct stat *st,
     struct store_env **out)
@@ -291,7 +276,7 @@ lstore_env_open(const struct store_config *cfg, const struct stat *st,
 	e->read_only = cfg->read_only;
 	if ((rc = pthread_mutex_init(&e->mu, NULL)) != 0)
 		goto fail_gate;
-	if ((rc = lstore_cond_init(&e->gathered)) != 0) {
+	if ((rc = store_cond_init(&e->gathered)) != 0) {
 		pthread_mutex_destroy(&e->mu);
 		goto fail_gate;
 	}
@@ -563,10 +548,7 @@ lstore_gather(struct store_env *e)
 	if (e->gather_us == 0 || e->last_batch < 2 ||
 	    e->queued >= e->last_batch)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_nsec += (long)e->gather_us * 1000L;
-	until.tv_sec += until.tv_nsec / 1000000000L;
-	until.tv_nsec %= 1000000000L;
+	store_deadline(&until, e->gather_us);
 	e->gather_want = e->last_batch;
 	while (e->queued < e->gather_want &&
 	    pthread_cond_timedwait(&e->gathered, &e->mu, &until) == 0)

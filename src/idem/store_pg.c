@@ -572,7 +572,6 @@ pg_acquire(struct pgstore *s, struct pgconn **out)
 {
 	struct pgconn *pc;
 	struct timespec until;
-	uint64_t ns;
 	int rc;
 
 	*out = NULL;
@@ -586,10 +585,7 @@ pg_acquire(struct pgstore *s, struct pgconn **out)
 	 * and a 503 with Retry-After serves the client better than a
 	 * queue that holds every thread of the process.
 	 */
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	ns = (uint64_t)until.tv_nsec + (uint64_t)s->lim.pool_wait_ms * 1000000;
-	until.tv_sec += (time_t)(ns / 1000000000);
-	until.tv_nsec = (long)(ns % 1000000000);
+	store_deadline(&until, (uint64_t)s->lim.pool_wait_ms * 1000);
 	pthread_mutex_lock(&s->mu);
 	while ((pc = pg_free(s)) == NULL)
 		if (pthread_cond_timedwait(&s->cv, &s->mu, &until) ==
@@ -1736,7 +1732,6 @@ pg_open(const struct store_config *cfg, struct store **out)
 {
 	struct pgstore *s;
 	struct pgconn *pc;
-	pthread_condattr_t ca;
 	size_t i;
 	int rc;
 
@@ -1775,10 +1770,7 @@ pg_open(const struct store_config *cfg, struct store **out)
 	/* The pool's wait is bounded by a clock no one can set back. */
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->owned_mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	store_cond_init(&s->cv);
 	/*
 	 * The first connection checks the schema (pg_schema_check, as
 	 * every new session does), and stays in the pool.  Never run on a
