@@ -2,6 +2,7 @@
 """A replicated PostgreSQL on one machine: etcd and three Patroni nodes.
 
     c = PatroniCluster(base=None, nodes=3).start()
+    c.create_database("idem")  # on the leader; returns once every node has it
     c.uri("idem")            # every node, target_session_attrs=read-write
     c.leader(), c.members()  # from Patroni's REST API
     c.kill_node(name)        # SIGKILL to its Patroni, postmaster, backends
@@ -9,10 +10,19 @@
     c.stop()
 
 etcd (one member, loopback client and peer ports, its data in the
-temporary directory) is Patroni's DCS through its v3 API (etcd3).  Each
-node is Patroni 3.0 managing PostgreSQL from /usr/lib/postgresql/*/bin
-in a data directory of its own, on a unix socket of its own and a
-loopback port, with its REST API on another loopback port.  As root,
+temporary directory) is Patroni's DCS through its v2 API (Patroni's
+"etcd", etcd started with --enable-v2), not its v3 API ("etcd3"):
+Patroni 3.0.2's etcd3 refreshes the leader key by re-creating its lease
+and writing the key unconditionally, so a leader whose loop stalled past
+the ttl (its PostgreSQL stopped, say) takes the key back from the
+standby promoted meanwhile when it resumes, and the new primary is
+demoted and rewound, its acknowledged commits lost (fixed after 3.0.2).
+Through v2 the refresh is a compare-and-swap on the key's value, which
+fails for the stale leader: it demotes itself and rejoins as a standby
+(doc/DESIGN.md, "Failover", says what v2 still leaves open).  Each node
+is Patroni 3.0 managing PostgreSQL from /usr/lib/postgresql/*/bin in a
+data directory of its own, on a unix socket of its own and a loopback
+port, with its REST API on another loopback port.  As root,
 Patroni and PostgreSQL run as the "postgres" user (initdb refuses
 root).
 
@@ -22,8 +32,12 @@ synchronous standby, and never lets the primary commit without one
 (with none, it sets '*' and commits wait).  Patroni 3.0 has no quorum
 ('ANY 1 (...)' arrived in Patroni 4): with synchronous_node_count 1 and
 two standbys, synchronous_standby_names names one of them, and when
-that one is lost Patroni names the other at its next loop, so losing a
-standby holds commits for about loop_wait, not longer.  ttl, loop_wait
+that one is lost Patroni names the other at its next loop.  A standby
+that dies closes its connection and is replaced within about a
+loop_wait; one that is alive but silent (its WAL receiver stalled)
+keeps its connection until the primary's wal_sender_timeout ends it, so
+that is short (5 s, with the standbys' wal_receiver_status_interval at
+1 s so a healthy one is never silent that long).  ttl, loop_wait
 and retry_timeout are short (8, 1 and 3 s) so a failover takes seconds;
 use_pg_rewind (with wal_log_hints) lets a killed primary rejoin as a
 standby of the new one.
@@ -121,7 +135,8 @@ class Node:
             "log": {"level": "INFO"},
             "restapi": {"listen": f"127.0.0.1:{self.rest}",
                         "connect_address": f"127.0.0.1:{self.rest}"},
-            "etcd3": {"hosts": [f"127.0.0.1:{c.etcd_port}"]},
+            # etcd's v2 API, not etcd3: see the module's comment.
+            "etcd": {"hosts": [f"127.0.0.1:{c.etcd_port}"]},
             "bootstrap": {
                 "dcs": {
                     "ttl": TTL, "loop_wait": LOOP_WAIT,
@@ -142,6 +157,15 @@ class Node:
                             "wal_keep_size": "256MB",
                             "hot_standby": "on",
                             "synchronous_commit": "on",
+                            # A silent synchronous standby (alive, its WAL
+                            # receiver stalled) loses its stream after
+                            # wal_sender_timeout, and Patroni then names
+                            # the other standby: commits wait that long,
+                            # not the default minute.  A healthy standby
+                            # answers every second, so is never taken for
+                            # a silent one.
+                            "wal_sender_timeout": "5s",
+                            "wal_receiver_status_interval": "1s",
                         },
                     },
                 },
@@ -338,7 +362,8 @@ class PatroniCluster:
              "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
              "--initial-cluster", f"etcd1={peer}",
              "--initial-cluster-state", "new",
-             "--initial-cluster-token", os.path.basename(self.tmp)],
+             "--initial-cluster-token", os.path.basename(self.tmp),
+             "--enable-v2=true"],
             stdin=subprocess.DEVNULL, stdout=self._etcd_logf,
             stderr=subprocess.STDOUT, start_new_session=True)
         self.wait("etcd answers", lambda: self._etcd_ok(url), 30)
@@ -417,6 +442,65 @@ class PatroniCluster:
     def wait_healthy(self, timeout=120, expect=None):
         self.wait("a leader, every node running and a synchronous standby",
                   lambda: self.healthy(expect), timeout)
+
+    def leader_node(self):
+        """The leader's Node, by each node's own REST API (GET /leader
+        answers 200 only on the node that holds the leader key), or
+        None."""
+        for n in self.nodes:
+            if n.api("/leader")[0] == 200:
+                return n
+        return None
+
+    def leader_uri(self, db="postgres"):
+        """The leader alone, as a libpq URI (ValueError when there is no
+        leader)."""
+        n = self.leader_node()
+        if n is None:
+            raise ValueError("no leader")
+        return (f"postgresql://postgres@127.0.0.1:{n.port}/{db}"
+                "?target_session_attrs=read-write")
+
+    def has_database(self, node, name):
+        """Whether node's own server lists the database name."""
+        try:
+            return self.node_query(node, "SELECT 1 FROM pg_database WHERE "
+                                   f"datname = '{name}'") == [["1"]]
+        except (RuntimeError, subprocess.TimeoutExpired):
+            return False
+
+    def create_database(self, name, timeout=60):
+        """CREATE DATABASE name on the leader, unless it has it; returns
+        once every node whose Patroni runs has it too.  uri(name) reaches
+        the primary only then: libpq tries the next host after a refused
+        connection or a read-only session, but not after a standby
+        answered that the database does not exist, as one that has not
+        replayed the CREATE DATABASE yet does."""
+        if not name.replace("_", "").isalnum():
+            raise ValueError(f"database name {name!r}")
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                uri = self.leader_uri()
+                psql = [os.path.join(self.bin, "psql"), "-q", "-X", "-At",
+                        "-v", "ON_ERROR_STOP=1", "-d", uri, "-c"]
+                have = subprocess.run(
+                    psql + [f"SELECT 1 FROM pg_database WHERE datname = '{name}'"],
+                    check=True, capture_output=True, text=True, timeout=60)
+                if have.stdout.strip() != "1":
+                    subprocess.run(psql + [f'CREATE DATABASE "{name}"'], check=True,
+                                   capture_output=True, text=True, timeout=60)
+                break
+            except (ValueError, subprocess.CalledProcessError) as e:
+                # No leader yet, or the leader changed under us.
+                if time.monotonic() >= end:
+                    raise RuntimeError(f"CREATE DATABASE {name}: {e}\n"
+                                       + self.tails()) from e
+                time.sleep(0.2)
+        self.wait(f"every node has the database {name}",
+                  lambda: all(self.has_database(n, name) for n in self.nodes
+                              if n.proc is not None and n.proc.poll() is None),
+                  max(1.0, end - time.monotonic()))
 
     def uri(self, db="postgres"):
         """Every node, the primary found by target_session_attrs."""
