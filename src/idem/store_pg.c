@@ -261,29 +261,35 @@ pg_exec_begin(struct pgconn *pc, const char *sql,
 {
 	PGconn *c = pc->c;
 	PGresult *r, *out = NULL;
-	int i;
+	struct pgwait w;
+	int i, ok = 1;
 
 	if (PQenterPipelineMode(c) != 1) {
 		pc->broken = 1;
 		return NULL;
 	}
+	pg_wait_init(&w, pc->s != NULL ? pc->s->lim.statement_ms : 0);
 	/* store_pg_pipeline:fail leaves the results unread, as a lost read would. */
 	if (PQsendQueryParams(c, "BEGIN", 0, NULL, NULL, NULL, NULL, 1) ==
 	    1 && PQsendQueryParams(c, sql, a->n, NULL, a->v, a->len, a->fmt,
 	    1) == 1 && PQpipelineSync(c) == 1 &&
 	    !fault_point("store_pg_pipeline")) {
 		/* Each statement's results end with NULL; then the Sync. */
-		for (i = 0; i < 2; i++)
-			while ((r = PQgetResult(c)) != NULL) {
+		for (i = 0; i < 2 && ok; i++)
+			while ((ok = pg_wait_result(c, &w, &r) == 0) &&
+			    r != NULL) {
 				if (i == 1 && out == NULL)
 					out = r;
 				else
 					PQclear(r);
 			}
-		if ((r = PQgetResult(c)) != NULL)
+		if (ok && pg_wait_result(c, &w, &r) == 0)
 			PQclear(r);
+		else
+			ok = 0;
 	}
-	if (PQexitPipelineMode(c) != 1) {
+	/* An answer that did not come leaves the pipeline: the session goes. */
+	if (!ok || w.cancelled || PQexitPipelineMode(c) != 1) {
 		PQclear(out);
 		out = NULL;
 	}
@@ -325,6 +331,7 @@ pg_exec(struct pgconn *pc, const char *sql, struct pgargs *a,
 	const struct pgargs *p = a != NULL ? a : &none;
 	PGresult *r;
 	ExecStatusType st;
+	struct pgwait w;
 	int rc;
 
 	*res = NULL;
@@ -336,13 +343,16 @@ pg_exec(struct pgconn *pc, const char *sql, struct pgargs *a,
 		r = pg_exec_begin(pc, sql, p);
 	} else {
 		pg_cost(pc, 1, 1);
-		r = PQexecParams(pc->c, sql, p->n, NULL, p->v, p->len, p->fmt,
-		    1);
+		pg_wait_init(&w, pc->s != NULL ? pc->s->lim.statement_ms : 0);
+		r = pg_exec_by(pc->c, sql, p, 1, &w);
+		if (w.cancelled)
+			pc->broken = 1;
 	}
+	/* No answer in time is a session lost, as a broken one is. */
 	if (r == NULL || PQstatus(pc->c) != CONNECTION_OK)
 		pc->broken = 1;
 	if (r == NULL)
-		return pc->broken ? IDEM_EIO : IDEM_ENOMEM;
+		return IDEM_EIO;
 	st = PQresultStatus(r);
 	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
 		*res = r;
@@ -406,7 +416,8 @@ pg_connect(const char *conninfo, int read_only, const struct pglimits *lim,
 	    "keepalives_idle", "keepalives_interval", "keepalives_count",
 	    "tcp_user_timeout", "dbname", NULL };
 	const char *vals[sizeof(keys) / sizeof(keys[0])];
-	char connect[16], set[256];
+	char connect[16], set[1024];
+	struct pgwait w;
 	PGconn *c;
 	PGresult *r;
 
@@ -429,13 +440,33 @@ pg_connect(const char *conninfo, int read_only, const struct pglimits *lim,
 		PQfinish(c);
 		return NULL;
 	}
+	/*
+	 * The server's side of the session is bounded as well: a
+	 * transaction left open by a host that went silent (a partition,
+	 * a middlebox that stops forwarding while both sockets stay open)
+	 * holds its locks (an account's gate) until
+	 * idle_in_transaction_session_timeout ends it, as long as a
+	 * statement may run; a client gone while a statement runs is found
+	 * every second (client_connection_check_interval, PostgreSQL 14),
+	 * and the server's TCP keepalives and user timeout end a session
+	 * whose host vanished, as the host's do.  Settings an older server
+	 * lacks are left out (pg_settings), not refused.
+	 */
 	snprintf(set, sizeof(set), "SET synchronous_commit TO on; "
 	    "SET client_min_messages TO warning; "
-	    "SET statement_timeout TO %u; SET lock_timeout TO %u%s",
-	    lim->statement_ms, lim->lock_ms, read_only ?
+	    "SET statement_timeout TO %u; SET lock_timeout TO %u; "
+	    "SELECT set_config(name, v, false) FROM (VALUES "
+	    "('idle_in_transaction_session_timeout', '%u'), "
+	    "('client_connection_check_interval', '1000'), "
+	    "('tcp_keepalives_idle', '5'), ('tcp_keepalives_interval', '2'), "
+	    "('tcp_keepalives_count', '3'), ('tcp_user_timeout', '10000')) "
+	    "AS t(name, v) WHERE name IN (SELECT name FROM pg_settings)%s",
+	    lim->statement_ms, lim->lock_ms, lim->statement_ms, read_only ?
 	    "; SET default_transaction_read_only TO on" : "");
-	r = PQexec(c, set);
-	if (r == NULL || PQresultStatus(r) != PGRES_COMMAND_OK) {
+	pg_wait_init(&w, PG_STATEMENT_TIMEOUT_MS);
+	r = pg_exec_by(c, set, NULL, 0, &w);
+	if (r == NULL || (PQresultStatus(r) != PGRES_COMMAND_OK &&
+	    PQresultStatus(r) != PGRES_TUPLES_OK)) {
 		pg_connect_reason(c, err, errlen);
 		PQclear(r);
 		PQfinish(c);
@@ -488,6 +519,7 @@ pg_session_open(struct pgstore *s, struct pgconn *pc)
 	pc->fresh = 1;
 	memset(pc->granted, 0, sizeof(pc->granted));
 	pc->clock_at = 0;
+	pc->checked_at = 0;
 	if ((pc->c = pg_connect(s->conninfo, s->read_only, &s->lim, why,
 	    sizeof(why))) == NULL) {
 		/* The log says why, in libpq's words; the caller, IDEM_EIO. */
@@ -658,41 +690,6 @@ pg_check_due(uint64_t *due_ms, uint64_t now, unsigned period_ms, int force)
 }
 
 /*
- * Waits until pc's session has its answer, or until the deadline (ms
- * of CLOCK_MONOTONIC): 0 when the answer is there, -1 when the session
- * failed, 1 at the deadline.
- */
-static int
-pg_answer_wait(struct pgconn *pc, uint64_t deadline)
-{
-	struct pollfd p;
-	uint64_t now;
-	int n;
-
-	p.fd = PQsocket(pc->c);
-	p.events = POLLIN;
-	while (PQisBusy(pc->c)) {
-		now = pg_mono_ms();
-		if (now >= deadline)
-			return 1;
-		p.revents = 0;
-		n = poll(&p, 1, (int)(deadline - now));
-		if (n == -1 && errno != EINTR)
-			return -1;
-		if (n == 1 && !PQconsumeInput(pc->c))
-			return -1;
-	}
-	return 0;
-}
-
-/* Milliseconds of CLOCK_MONOTONIC from now. */
-static uint64_t
-pg_deadline(unsigned ms)
-{
-	return pg_mono_ms() + ms;
-}
-
-/*
  * Sends COMMIT and reads its answer: IDEM_OK when the transaction is
  * durable; PG_RETRY when it failed to serialize; PG_LOST when the answer
  * did not come (the session broke: the transaction may have committed
@@ -703,19 +700,17 @@ pg_deadline(unsigned ms)
  * The statement timeout does not cover a COMMIT's wait for synchronous
  * replication (the server ends it before it commits), so a stalled
  * standby would hold the session for as long as it stalls: past the
- * statement timeout the COMMIT is cancelled, which ends the wait with
- * that WARNING, and the write fails.  A session whose server does not
- * answer even the cancel within as long again is given up: PG_LOST.
+ * statement timeout the COMMIT is cancelled (store_pg_io.c), which ends
+ * the wait with that WARNING, and the write fails.  A session whose
+ * server does not answer even the cancel within PG_CANCEL_GRACE_MS is
+ * given up: PG_LOST.
  */
 static int
 pg_commit(struct pgstore *s, struct pgconn *pc)
 {
-	unsigned ms = s->lim.statement_ms != 0 ? s->lim.statement_ms :
-	    PG_STATEMENT_TIMEOUT_MS;
 	PGresult *r, *last = NULL;
-	PGcancel *cancel;
-	char err[256];
-	int w, rc;
+	struct pgwait w;
+	int rc;
 
 	if (pc->begin) {
 		pc->begin = 0;
@@ -728,23 +723,19 @@ pg_commit(struct pgstore *s, struct pgconn *pc)
 		pc->broken = 1;
 		return PG_LOST;
 	}
-	w = pg_answer_wait(pc, pg_deadline(ms));
-	if (w == 1) {
-		if ((cancel = PQgetCancel(pc->c)) != NULL) {
-			(void)PQcancel(cancel, err, sizeof(err));
-			PQfreeCancel(cancel);
+	pg_wait_init(&w, s->lim.statement_ms);
+	for (;;) {
+		if (pg_wait_result(pc->c, &w, &r) != 0) {
+			PQclear(last);
+			pc->broken = 1;
+			return pc->warned ? IDEM_EIO : PG_LOST;
 		}
-		w = pg_answer_wait(pc, pg_deadline(ms));
-	}
-	if (w != 0) {
-		pc->broken = 1;
-		return pc->warned ? IDEM_EIO : PG_LOST;
-	}
-	while ((r = PQgetResult(pc->c)) != NULL) {
+		if (r == NULL)
+			break;
 		PQclear(last);
 		last = r;
 	}
-	if (last == NULL || PQstatus(pc->c) != CONNECTION_OK)
+	if (last == NULL || w.cancelled || PQstatus(pc->c) != CONNECTION_OK)
 		pc->broken = 1;
 	if (last != NULL && PQresultStatus(last) == PGRES_COMMAND_OK)
 		rc = IDEM_OK;
@@ -849,9 +840,9 @@ enum pg_sent {
 };
 
 /*
- * Reads a pipeline's results up to its Sync's, waiting until deadline
- * (cancelling the transaction once, as pg_commit does, and as long
- * again after that): 0, with *last the last statement's result and
+ * Reads a pipeline's results up to its Sync's, waiting for ms (then
+ * cancelling the transaction, as pg_commit does, and giving it
+ * PG_CANCEL_GRACE_MS more: store_pg_io.c): 0, with *last the last statement's result and
  * state the first error's SQLSTATE ("" none, "?" one without); -1 when
  * the answer did not come.  A statement that was not prepared after all
  * loses its bit of pc->prepared.
@@ -860,27 +851,20 @@ static int
 pg_send_read(struct pgconn *pc, const enum pg_sent *kind, const unsigned *id,
     int sent, unsigned ms, PGresult **last, char state[6])
 {
-	uint64_t deadline = pg_deadline(ms);
-	PGcancel *cancel;
+	struct pgwait w;
 	PGresult *r;
 	ExecStatusType st;
 	const char *e;
-	char err[256];
-	int idx = 0, w, cancelled = 0;
+	int idx = 0;
 
 	state[0] = '\0';
+	pg_wait_init(&w, ms);
 	for (;;) {
-		while ((w = pg_answer_wait(pc, deadline)) == 1 && !cancelled) {
-			if ((cancel = PQgetCancel(pc->c)) != NULL) {
-				(void)PQcancel(cancel, err, sizeof(err));
-				PQfreeCancel(cancel);
-			}
-			cancelled = 1;
-			deadline = pg_deadline(ms);
-		}
-		if (w != 0)
+		if (pg_wait_result(pc->c, &w, &r) != 0)
 			return -1;
-		if ((r = PQgetResult(pc->c)) == NULL) {
+		if (w.cancelled)
+			pc->broken = 1;
+		if (r == NULL) {
 			/* Each command's results end with NULL. */
 			if (++idx > sent + 1)
 				return -1;
@@ -1358,13 +1342,15 @@ static int
 pg_schema_read(PGconn *c, long *v, long *compat, char *err, size_t errlen)
 {
 	PGresult *r;
+	struct pgwait w;
 	const char *state;
 	int rc = -1;
 
 	*v = *compat = 0;
-	r = PQexec(c, "SELECT version, coalesce((to_jsonb(s) ->> 'compat')"
+	pg_wait_init(&w, PG_STATEMENT_TIMEOUT_MS);
+	r = pg_exec_by(c, "SELECT version, coalesce((to_jsonb(s) ->> 'compat')"
 	    "::integer, version) FROM idem_schema_version s "
-	    "ORDER BY version DESC LIMIT 1");
+	    "ORDER BY version DESC LIMIT 1", NULL, 0, &w);
 	if (r == NULL) {
 		snprintf(err, errlen, "%s", PQerrorMessage(c));
 		return -1;
@@ -1429,7 +1415,9 @@ pg_schema_check(struct pgstore *s, struct pgconn *pc, int opened)
 	if (!due)
 		return bad ? IDEM_EIO : IDEM_OK;
 	if (pg_schema_read(pc->c, &v, &compat, why, sizeof(why)) != 0) {
-		if (PQstatus(pc->c) != CONNECTION_OK)
+		/* Lost, or still running a read whose answer did not come. */
+		if (PQstatus(pc->c) != CONNECTION_OK ||
+		    PQtransactionStatus(pc->c) != PQTRANS_IDLE)
 			pc->broken = 1;
 		else
 			fprintf(stderr, "idem: cannot read the PostgreSQL "

@@ -103,12 +103,13 @@
  */
 #define PG_SCHEMA_CHECK_MS 10000
 /*
- * How often a running program checks the server's replication again on
- * a session already open (pg_sync_recheck): a synchronous_standby_names
- * emptied under it refuses its calls within this (doc/DESIGN.md,
- * "Replication checked").
+ * How long a session of the pool is used without checking its server
+ * again (store_pg_sync.c, pg_sync_recheck): the replication settings,
+ * and whether the server is still the primary this process should use.
+ * Well below any failover manager's ttl, so that a primary that paused
+ * through a failover is checked before a session to it is used again.
  */
-#define PG_SYNC_CHECK_MS 10000
+#define PG_SYNC_CHECK_MS 1000
 /*
  * idemctl migrate: how long a migration's statement waits for a lock
  * (well below the writers' PG_LOCK_TIMEOUT_MS, so that the writers that
@@ -175,6 +176,8 @@ struct pgconn {
 	 */
 	int64_t clock_off;
 	uint64_t clock_at;
+	/* When its server was last checked (pg_sync_recheck; 0: never). */
+	uint64_t checked_at;
 	/*
 	 * Set by the notice receiver when a WARNING came that a COMMIT
 	 * reads as its wait for synchronous replication cancelled.
@@ -246,11 +249,11 @@ struct pgstore {
 	int repl;                     /* enum pg_repl (pg_sync_mode) */
 	int sync_why;                 /* store_pg_sync.c's last verdict */
 	/*
-	 * pg_sync_recheck's, under mu: when the next is due (ms of
-	 * CLOCK_MONOTONIC), and whether the last refused.
+	 * The highest timeline and WAL position of a primary whose session
+	 * this process accepted (store_pg_sync.c, pg_behind), under mu.
 	 */
-	uint64_t sync_due_ms;
-	int sync_bad;
+	uint32_t seen_timeline;
+	uint64_t seen_lsn;
 };
 
 /* Parameters of one statement: bytea in binary, numbers as text. */
@@ -364,23 +367,85 @@ enum pg_repl {
  */
 int pg_sync_mode(int *mode);
 /*
- * Whether c, a session just opened, may write: IDEM_OK when its commits
- * wait for a synchronous standby, or the server was declared to stand
- * alone and none streams from it; IDEM_EUNSAFE when they would not
+ * Whether c, a session just opened or taken from the pool, may be used:
+ * IDEM_OK when its commits wait for a synchronous standby (one is
+ * synchronous now, where the role may see it), or the server was
+ * declared to stand alone and none streams from it, and the server is
+ * not behind what this process has seen (its timeline and WAL position,
+ * store_pg_sync.c); IDEM_EUNSAFE when its commits would not wait
  * (said once on stderr, with why); IDEM_EIO when the server is a
- * standby or the settings cannot be read.
+ * standby, is behind, has no synchronous standby now, or cannot be
+ * read.
  */
 int pg_sync_check(struct pgstore *s, PGconn *c);
 /*
- * The same check on pc's session every PG_SYNC_CHECK_MS, for settings
- * changed under open sessions; a refusal (IDEM_EUNSAFE) holds for every
- * call until a check accepts.  opened: pc's session was just opened
+ * The same check when a call takes pc's session from the pool, if it
+ * was last checked PG_SYNC_CHECK_MS ago or more; a session it refuses
+ * is marked broken, and closed.  opened: pc's session was just opened
  * (and checked).
  */
 int pg_sync_recheck(struct pgstore *s, struct pgconn *pc, int opened);
 
 /* Milliseconds of CLOCK_MONOTONIC. */
 uint64_t pg_mono_ms(void);
+
+/* store_pg_io.c */
+/*
+ * How long an answer may still come after its deadline, once the
+ * statement was cancelled: a server that answers at all answers a
+ * cancel within this.
+ */
+#define PG_CANCEL_GRACE_MS 1000
+/*
+ * How much longer than the server's statement timeout the host waits
+ * before it cancels: the server's own timeout, which answers at once,
+ * comes first, and a cancel is sent only to a server that is silent or
+ * to a COMMIT's wait for a standby, which no timeout of the server's
+ * bounds.
+ */
+#define PG_DEADLINE_SLACK_MS 200
+/* A wait for one query's answers (pg_wait_init). */
+struct pgwait {
+	uint64_t deadline;    /* ms of CLOCK_MONOTONIC */
+	int cancelled;        /* the cancel was sent, the grace runs */
+};
+/*
+ * A wait of ms (0: PG_STATEMENT_TIMEOUT_MS) and PG_DEADLINE_SLACK_MS
+ * from now.
+ */
+void pg_wait_init(struct pgwait *w, unsigned ms);
+/*
+ * Waits until c has an answer to read without blocking: 0; at w's
+ * deadline the statement is cancelled (pg_cancel) and the wait goes on
+ * for PG_CANCEL_GRACE_MS; 1 when that ran out too, -1 when the session
+ * failed.  c is unusable after 1 or -1: the caller marks it broken.  A
+ * session that was sent a cancel (w->cancelled) is closed after its
+ * call even when the answer came: the request may yet reach the server
+ * late, and cancel the session's next statement.
+ */
+int pg_wait_answer(PGconn *c, struct pgwait *w);
+/*
+ * PQgetResult once pg_wait_answer has the answer: 0 and *r (NULL at the
+ * end of a command's results, as PQgetResult), or -1 as pg_wait_answer
+ * fails (*r NULL).
+ */
+int pg_wait_result(PGconn *c, struct pgwait *w, PGresult **r);
+/*
+ * Asks c's server to cancel what c runs, without waiting for it: the
+ * request goes from a detached thread of its own (PQcancel blocks until
+ * the server closes the cancel's connection, which a stopped server
+ * does not).
+ */
+void pg_cancel(PGconn *c);
+/*
+ * PQexec (a NULL: sql may hold several statements, text results) or
+ * PQexecParams (binary results when binary is set) within w: the last
+ * result (the error, when one failed), which the caller clears; NULL
+ * when it could not be sent or its answer did not come, and c is then
+ * unusable.
+ */
+PGresult *pg_exec_by(PGconn *c, const char *sql, const struct pgargs *a,
+    int binary, struct pgwait *w);
 /*
  * The timer of a periodic server check (the schema's version, the
  * replication), called under s->mu with the check's next-due time: 1
