@@ -20,6 +20,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -873,6 +874,212 @@ test_commit_deadline(void)
 	store_close(s);
 }
 
+/*
+ * A server that stops answering (its backend stopped, as a paused VM or
+ * a stuck disk leaves it: connected, silent, its kernel acknowledging
+ * everything) fails a call within the statement timeout, the cancel's
+ * grace and some slack, instead of holding it for as long as it is
+ * silent: a read (one statement) and a claim (a pipeline) each on a
+ * session whose backend is stopped.  A watchdog continues the backend
+ * after 15 s whatever happens, so that a call that waits for the answer
+ * ends and the test fails on its time instead of hanging.  The next
+ * call opens a new session and goes through.
+ */
+struct stopped {
+	pid_t pid;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int done;
+};
+
+static void *
+stopped_watchdog(void *arg)
+{
+	struct stopped *w = arg;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 15;
+	pthread_mutex_lock(&w->mu);
+	while (!w->done)
+		if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) != 0)
+			break;
+	pthread_mutex_unlock(&w->mu);
+	(void)kill(w->pid, SIGCONT);
+	return NULL;
+}
+
+/* The backend of the session the next single-threaded call takes. */
+static pid_t
+next_backend(struct store *s)
+{
+	struct pgstore *ps = pgstore_of(s);
+
+	return ps->conns[0].c != NULL ? (pid_t)PQbackendPID(ps->conns[0].c) :
+	    -1;
+}
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Runs op (0: a lookup, 1: a claim) with the next session's backend stopped. */
+static void
+silent_call(struct store *s, int op, const char *key)
+{
+	struct stopped w = { 0 };
+	pthread_t t;
+	struct rec r;
+	uint64_t t0, ms;
+	int rc;
+
+	w.pid = next_backend(s);
+	CU_ASSERT_FATAL(w.pid > 0);
+	pthread_mutex_init(&w.mu, NULL);
+	pthread_cond_init(&w.cv, NULL);
+	HARNESS_EQ(kill(w.pid, SIGSTOP), 0);
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, stopped_watchdog, &w) == 0);
+	t0 = mono_ms();
+	if (op == 0) {
+		rc = store_lookup(s, "acct", key, &r);
+		if (rc == IDEM_OK)
+			rec_free(&r);
+	} else
+		rc = -claim(s, "acct", key, 1, T0);
+	ms = mono_ms() - t0;
+	pthread_mutex_lock(&w.mu);
+	w.done = 1;
+	pthread_cond_signal(&w.cv);
+	pthread_mutex_unlock(&w.mu);
+	pthread_join(t, NULL);
+	CU_ASSERT(rc == IDEM_EIO || rc == IDEM_EBUSY);
+	if (rc != IDEM_EIO && rc != IDEM_EBUSY)
+		fprintf(stderr, "  op %d: %d after %llu ms\n", op, rc,
+		    (unsigned long long)ms);
+	/* 300 ms, the slack and the grace: well under 15 s. */
+	CU_ASSERT(ms < 300 + PG_DEADLINE_SLACK_MS + PG_CANCEL_GRACE_MS + 2000);
+	if (ms >= 300 + PG_DEADLINE_SLACK_MS + PG_CANCEL_GRACE_MS + 2000)
+		fprintf(stderr, "  %s on a stopped backend: %llu ms\n",
+		    op == 0 ? "a lookup" : "a claim", (unsigned long long)ms);
+	pthread_cond_destroy(&w.cv);
+	pthread_mutex_destroy(&w.mu);
+}
+
+static void
+test_silent_server(void)
+{
+	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL,
+	    0, 300, 0, 0 };
+	struct store *s = NULL;
+	struct rec r;
+
+	cfg.dir = harness_store(NULL, 1);
+	HARNESS_EQ(store_open(&cfg, &s), IDEM_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	HARNESS_EQ(claim(s, "acct", "before", 1, T0), ENGINE_CLAIM);
+	silent_call(s, 0, "before");
+	/* A new session in the stopped one's place. */
+	HARNESS_EQ(store_lookup(s, "acct", "before", &r), IDEM_OK);
+	rec_free(&r);
+	silent_call(s, 1, "during");
+	HARNESS_EQ(store_lookup(s, "acct", "before", &r), IDEM_OK);
+	rec_free(&r);
+	HARNESS_EQ(claim(s, "acct", "after", 1, T0), ENGINE_CLAIM);
+	store_close(s);
+}
+
+/*
+ * A session's server side is bounded as well: a transaction its host
+ * leaves open (a partition that keeps both sockets open) ends after as
+ * long as a statement may run, with its locks.
+ */
+static void
+test_session_bounds(void)
+{
+	struct store_config cfg = { NULL, 0, 0, 0, 0, tables, NULL,
+	    0, 300, 0, 0 };
+	struct store *s = NULL;
+	struct pgconn *pc;
+	PGresult *res;
+
+	cfg.dir = harness_store(NULL, 1);
+	HARNESS_EQ(store_open(&cfg, &s), IDEM_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	HARNESS_EQ(pg_acquire(pgstore_of(s), &pc), IDEM_OK);
+	HARNESS_EQ(pg_exec(pc, "SELECT current_setting("
+	    "'idle_in_transaction_session_timeout')::text", NULL, &res),
+	    IDEM_OK);
+	if (res != NULL) {
+		CU_ASSERT_STRING_EQUAL(PQgetvalue(res, 0, 0), "300ms");
+		PQclear(res);
+	}
+	/* Left idle in a transaction past it, the session is ended. */
+	pc->begin = 1;
+	HARNESS_EQ(pg_run(pc, "SELECT 1", NULL), IDEM_OK);
+	HARNESS_EQ(sql("SELECT count(*) FROM pg_sleep(1.5)"), 1);
+	CU_ASSERT(pg_run(pc, "SELECT 1", NULL) == IDEM_EIO);
+	pg_release(pgstore_of(s), pc);
+	store_close(s);
+}
+
+/*
+ * A server behind what this process has seen of the store is refused,
+ * on a session of the pool checked again as on a new one: on an older
+ * timeline (a primary a failover left behind, continued after its
+ * successor was used) or on the same timeline at a lower WAL position.
+ * The marks are the test's to set; with them back, calls go through.
+ */
+static void
+test_stale_refused(void)
+{
+	struct store *s = open_store(0, 1);
+	struct pgstore *ps;
+	struct rec r;
+	uint32_t tl;
+	uint64_t lsn;
+	size_t i;
+	int step;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	ps = pgstore_of(s);
+	HARNESS_EQ(claim(s, "acct", "k", 1, T0), ENGINE_CLAIM);
+	pthread_mutex_lock(&ps->mu);
+	tl = ps->seen_timeline;
+	lsn = ps->seen_lsn;
+	pthread_mutex_unlock(&ps->mu);
+	CU_ASSERT(tl >= 1);
+	CU_ASSERT(lsn > 0);
+	for (step = 0; step < 2; step++) {
+		pthread_mutex_lock(&ps->mu);
+		if (step == 0)
+			ps->seen_timeline = tl + 1;
+		else
+			ps->seen_lsn = lsn + ((uint64_t)1 << 40);
+		pthread_mutex_unlock(&ps->mu);
+		/* Every session is due its check, as after a pause. */
+		for (i = 0; i < PG_POOL_MAX; i++)
+			ps->conns[i].checked_at = 1;
+		HARNESS_EQ(store_lookup(s, "acct", "k", &r), IDEM_EIO);
+		/* A new session to the same server is refused too. */
+		HARNESS_EQ(store_lookup(s, "acct", "k", &r), IDEM_EIO);
+		HARNESS_EQ(claim(s, "acct", "k2", 1, T0), -IDEM_EIO);
+		pthread_mutex_lock(&ps->mu);
+		ps->seen_timeline = tl;
+		ps->seen_lsn = 0;
+		pthread_mutex_unlock(&ps->mu);
+		HARNESS_EQ(store_lookup(s, "acct", "k", &r), IDEM_OK);
+		rec_free(&r);
+	}
+	HARNESS_EQ(sql("SELECT count(*) FROM idem_keys WHERE key = 'k2'"),
+	    0);
+	store_close(s);
+}
+
 /* A claim on a thread of its own, whose end the test can wait for. */
 struct timed_claim {
 	pthread_t tid;
@@ -1407,6 +1614,10 @@ harness_suites(void)
 		    test_commit_deadline },
 		{ "a claim held up by a row lock gives up", test_lock_timeout },
 		{ "a call finding the pool taken gives up", test_pool_wait },
+		{ "a silent server fails calls in time", test_silent_server },
+		{ "a session's server side is bounded", test_session_bounds },
+		{ "a server behind what was seen is refused",
+		    test_stale_refused },
 #ifdef IDEM_FAULT_POINTS
 		{ "a write that cannot begin leaves nothing",
 		    test_failed_begin },
