@@ -27,15 +27,29 @@ other command installs.  The
 first serve says its build is the first and prints a dot a file compiled;
 the last one's build is not called the first.
 
+Then five fresh starts of "./quickstart serve-cluster" in a row, from a
+third scratch checkout with an empty var/cluster each time: etcd and
+three Patroni nodes started at once, so that any of them may win the
+bootstrap (the leader is noted).  Each must answer a payment with 201 on
+the first host and replay it, 201 with Idempotent-Replayed, on the
+second, which needs the database created and migrated whichever node
+leads and every node to have it (the hosts' URI names all three, and a
+standby without the database ends libpq's search).  Then it is stopped by
+its pid (SIGTERM: it stops the hosts, Patroni, PostgreSQL and etcd; none
+of the processes of its var/cluster may be left) and var/cluster wiped.
+
 Every process is stopped by pid: A by SIGTERM to its quickstart, and
-whatever of it is left by the pids in its pid files.  The last line is
+whatever of it is left by the pids in its pid files (a cluster's by the
+pids whose command line names its var/cluster).  The last line is
 "quickstart: N passed, M failed".
 """
 
 import argparse
+import json
 import os
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -228,6 +242,184 @@ class Serve:
         return rc, left
 
 
+# Fresh starts of serve-cluster, and how long each may take to serve
+# (etcd, a bootstrap, two base backups, the migration and two hosts: about
+# 20 to 30 s here).
+CLUSTER_STARTS = 5
+CLUSTER_START_SECONDS = 150
+
+
+def port_free(p):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", p))
+        except OSError:
+            return False
+    return True
+
+
+def port_run(n, taken):
+    """The first of n consecutive free ports, none of them in taken (which
+    then holds them): serve-cluster takes PG_PORT to PG_PORT+2 and so
+    on."""
+    for _ in range(200):
+        p = free_port()
+        run = range(p, p + n)
+        if p + n <= 65535 and not any(q in taken for q in run) \
+                and all(port_free(q) for q in run):
+            taken.extend(run)
+            return p
+    raise RuntimeError(f"no {n} consecutive free ports")
+
+
+def cluster_pids(root):
+    """The pids of the processes whose command line names root's
+    var/cluster (etcd, Patroni, PostgreSQL's postmaster), and those named
+    in its nodes' postmaster.pid."""
+    where = os.path.join(root, "var", "cluster") + "/"
+    out = set()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                if where.encode() in f.read():
+                    out.add(int(d))
+        except OSError:
+            pass
+    for i in (1, 2, 3):
+        pm = read(os.path.join(where, f"node{i}", "data", "postmaster.pid"))
+        if pm.split("\n")[0].strip().isdigit():
+            out.add(int(pm.split("\n")[0]))
+    return sorted(p for p in out if proc_alive(p) and p != os.getpid())
+
+
+def pay(port, key):
+    """POST /payments on 127.0.0.1:port as acct_alice: (status, replayed,
+    body), or (why, None, None) when no answer came."""
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/payments", method="POST",
+        data=b'{"amount": 100.00, "currency": "BRL"}',
+        headers={"Authorization": "Bearer sk_test_alice_4f9c2b7e1d8a",
+                 "Idempotency-Key": f'"{key}"',
+                 "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return (r.status, r.headers.get("Idempotent-Replayed"),
+                    r.read().decode(errors="replace"))
+    except urllib.error.HTTPError as e:
+        return (e.code, e.headers.get("Idempotent-Replayed"),
+                e.read().decode(errors="replace"))
+    except OSError as e:
+        return (f"no answer ({e})", None, None)
+
+
+def pay_until(port, key, seconds):
+    """pay() until an answer other than 503 (the store not ready yet),
+    within seconds."""
+    end = time.monotonic() + DEADLINE.timeout(seconds)
+    while True:
+        got = pay(port, key)
+        if got[0] != 503 or time.monotonic() >= end:
+            return got
+        time.sleep(0.2)
+
+
+def cluster_leader(rest):
+    """The leader's name in Patroni's GET /cluster on 127.0.0.1:rest."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{rest}/cluster",
+                                    timeout=3) as r:
+            members = json.loads(r.read()).get("members", [])
+    except (OSError, ValueError):
+        return None
+    return next((m["name"] for m in members if m.get("role") == "leader"), None)
+
+
+def cluster_start(root, tools, n):
+    """One fresh serve-cluster in root: serving, a payment on each host,
+    stopped, nothing of it left, var/cluster wiped."""
+    shutil.rmtree(os.path.join(root, "var", "cluster"), ignore_errors=True)
+    taken = []
+    port, provider = port_run(2, taken), port_run(1, taken)
+    pg_port, rest, etcd = port_run(3, taken), port_run(3, taken), port_run(2, taken)
+    serve = Serve(root, quickstart_env(
+        tools, PORT=port, PROVIDER_PORT=provider, PG_PORT=pg_port,
+        PATRONI_PORT=rest, ETCD_PORT=etcd), "serve-cluster")
+    name = f"serve-cluster, fresh start {n}"
+    began = time.monotonic()
+    problems = []
+    try:
+        end = time.monotonic() + DEADLINE.timeout(CLUSTER_START_SECONDS)
+        while "idem cluster:" not in serve.output():
+            if serve.p.poll() is not None:
+                problems.append(f"exited {serve.p.returncode}: "
+                                f"{serve.output()[-1500:]!r}")
+                break
+            if time.monotonic() >= end:
+                problems.append(f"not serving within {CLUSTER_START_SECONDS} s: "
+                                f"{serve.output()[-1500:]!r}")
+                break
+            time.sleep(0.2)
+        if not problems:
+            serving = time.monotonic() - began
+            leader = cluster_leader(rest)
+            key = f"quickstart-cluster-{n}-{time.monotonic_ns()}"
+            first = pay_until(port, key, 30)
+            again = pay_until(port + 1, key, 30)
+            if first[0] != 201:
+                problems.append(f"host 1: {first[0]} {first[2]!r}")
+            elif again[0] != 201 or (again[1] or "").lower() != "true" \
+                    or again[2] != first[2]:
+                problems.append(f"host 2, the same key: {again[0]}, replayed "
+                                f"{again[1]}, {again[2]!r} (host 1: {first[2]!r})")
+            note(f"fresh start {n}: {leader} won the bootstrap; serving "
+                 f"after {serving:.1f} s")
+    finally:
+        pids = cluster_pids(root)
+        rc, left = serve.stop(90)
+        if rc is None:
+            problems.append("no exit within 90 s of SIGTERM")
+        left += [p for p in pids if proc_alive(p)]
+        left += [p for p in cluster_pids(root) if p not in left]
+        if left:
+            problems.append(f"still there after it exited: {left}")
+            for p in left:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            wait_gone(left, DEADLINE.timeout(15))
+        shutil.rmtree(os.path.join(root, "var", "cluster"), ignore_errors=True)
+    RESULTS.record(name, problems)
+    return not problems
+
+
+def check_cluster_starts(build, base, tools, keep):
+    """CLUSTER_STARTS fresh starts of serve-cluster, each from an empty
+    var/cluster; the first that fails ends the series (its log says
+    why)."""
+    missing = [t for t in ("patroni", "etcd") if shutil.which(t) is None]
+    if not any(os.access(os.path.join(d, "initdb"), os.X_OK) for d in
+               (os.path.join("/usr/lib/postgresql", v, "bin") for v in
+                (os.listdir("/usr/lib/postgresql")
+                 if os.path.isdir("/usr/lib/postgresql") else []))):
+        missing.append("PostgreSQL's server")
+    if missing:
+        RESULTS.record("serve-cluster's fresh starts", [f"no {t}" for t in missing])
+        return
+    root = scratch_checkout(build, base)
+    try:
+        for n in range(1, CLUSTER_STARTS + 1):
+            if not cluster_start(root, tools, n):
+                break
+    finally:
+        if keep:
+            note(f"kept {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
 def refused(name, serve, a, a_port, a_workers, want):
     """The second run exits non-zero at once, saying want, never serving;
     A still answers from the same workers.  False when A is hurt (the
@@ -254,31 +446,10 @@ def refused(name, serve, a, a_port, a_workers, want):
     return status == 200 and not gone
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", required=True, help="build directory")
-    ap.add_argument("--deadline", type=float, default=240)
-    ap.add_argument("--keep", action="store_true", help="keep the scratch checkouts")
-    args = ap.parse_args()
-    DEADLINE.reset(args.deadline)
-    build = os.path.abspath(args.build)
-    check_packages()
-    for p in PROGRAMS:
-        if not os.access(os.path.join(build, p), os.X_OK):
-            RESULTS.record("setup", [f"{build}/{p} missing"])
-            return RESULTS.summary("quickstart") or 1
-    for tool in ("lighttpd", "spawn-fcgi", "curl", "flock"):
-        if shutil.which(tool) is None:
-            RESULTS.record("setup", [f"no {tool}"])
-            return RESULTS.summary("quickstart") or 1
-
-    base = temp_base()
+def serve_checks(build, base, tools, keep):
+    """A serve, the second runs it refuses, its stop and a serve again."""
     one = scratch_checkout(build, base)
     two = scratch_checkout(build, base)
-    tools = os.path.join(one, "tools")
-    os.makedirs(tools)
-    os.chmod(tools, 0o755)
-    stub(os.path.join(tools, "dpkg-query"), "echo 'install ok installed'\n")
     ports = []
 
     def port():
@@ -296,7 +467,7 @@ def main():
         RESULTS.record(f"serve on {a_port}, the provider on {a_provider}",
                        [why] if why else [])
         if why:
-            return RESULTS.summary("quickstart")
+            return
         out = a.output()
         RESULTS.record("the first build says so and shows a dot a file",
                        [] if "(the first build" in out and "\n.. (2 compiled" in out
@@ -329,7 +500,7 @@ def main():
             if not refused(f"a second {what}, {name}: refused", b, a, a_port,
                            a_workers, want):
                 note("the first instance is hurt: the remaining cases are skipped")
-                return RESULTS.summary("quickstart")
+                return
 
         before = pids_in(one)
         rc, left = a.stop()
@@ -350,11 +521,43 @@ def main():
     finally:
         if a is not None:
             a.stop()
-        if args.keep:
+        if keep:
             note(f"kept {one} and {two}")
         else:
             shutil.rmtree(one, ignore_errors=True)
             shutil.rmtree(two, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", required=True, help="build directory")
+    ap.add_argument("--deadline", type=float, default=600)
+    ap.add_argument("--keep", action="store_true", help="keep the scratch checkouts")
+    ap.add_argument("--only-cluster", action="store_true",
+                    help="serve-cluster's fresh starts alone")
+    args = ap.parse_args()
+    DEADLINE.reset(args.deadline)
+    build = os.path.abspath(args.build)
+    check_packages()
+    for p in PROGRAMS:
+        if not os.access(os.path.join(build, p), os.X_OK):
+            RESULTS.record("setup", [f"{build}/{p} missing"])
+            return RESULTS.summary("quickstart") or 1
+    for tool in ("lighttpd", "spawn-fcgi", "curl", "flock"):
+        if shutil.which(tool) is None:
+            RESULTS.record("setup", [f"no {tool}"])
+            return RESULTS.summary("quickstart") or 1
+
+    base = temp_base()
+    tools = tempfile.mkdtemp(prefix="idem-quickstart-tools-", dir=base)
+    os.chmod(tools, 0o755)
+    stub(os.path.join(tools, "dpkg-query"), "echo 'install ok installed'\n")
+    try:
+        if not args.only_cluster:
+            serve_checks(build, base, tools, args.keep)
+        check_cluster_starts(build, base, tools, args.keep)
+    finally:
+        shutil.rmtree(tools, ignore_errors=True)
     return RESULTS.summary("quickstart")
 
 
