@@ -33,24 +33,69 @@ failed".  Needs patroni and etcd-server (Debian), and a build with
 import argparse
 import atexit
 import collections
+import http.client
 import itertools
 import os
+import random
 import secrets
 import signal
 import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from lib import patroni, servers  # noqa: E402
-from lib.cluster import brief, pay  # noqa: E402
-from lib.common import (DEADLINE, REPLAY_EXEMPT, Results,  # noqa: E402
+from lib import faults, patroni, servers  # noqa: E402
+from lib.cluster import BODY, brief  # noqa: E402
+from lib.common import (DEADLINE, HOST, REPLAY_EXEMPT, Results,  # noqa: E402
                         become_subreaper, has_sanitizer_report, note)
 from lib.servers import cleanup_all  # noqa: E402
-from lib.web import Reply  # noqa: E402
+from lib.web import Reply, http_request  # noqa: E402
 
 RESULTS = Results()
+
+# How long a client waits for an answer: a host must answer within it
+# whatever its store does (each of its waits on a server is bounded).
+ANSWER_S = 30
+# How soon payments must resume on the host that reaches the primary
+# when the other host's session is left idle in transaction (the
+# server's idle_in_transaction_session_timeout ends it), and when the
+# synchronous standby's WAL receiver stalls (wal_sender_timeout ends its
+# stream, and Patroni names the other standby).
+PARTITION_RESUME_S = 15
+WALRECEIVER_RESUME_S = 20
+# How long the partition case waits for a transaction to be caught open
+# before it stops forwarding at an arbitrary moment instead.
+CATCH_S = 20
+CASES = ("kill", "standby", "pause-pg", "pause-node", "stall-new-leader",
+         "partition", "walreceiver")
+
+
+def pay(host, key, body=BODY, account="acct_alpha"):
+    """POST /payments to host with key: the Reply, or the exception
+    that stood in for one (a reset, no answer within ANSWER_S)."""
+    conn = http.client.HTTPConnection(HOST, host.port,
+                                      timeout=DEADLINE.timeout(ANSWER_S))
+    try:
+        return http_request(host.port, "POST", "/payments", body, {
+            "Authorization": f"Bearer {host.secrets[account]}",
+            "Content-Type": "application/json",
+            "Idempotency-Key": f'"{key}"'}, conn=conn)
+    except (OSError, http.client.HTTPException) as e:
+        return e
+
+
+def read_payment(host, path, account="acct_alpha"):
+    """GET path (a payment's Location) from host: the Reply or the
+    exception."""
+    conn = http.client.HTTPConnection(HOST, host.port,
+                                      timeout=DEADLINE.timeout(ANSWER_S))
+    try:
+        return http_request(host.port, "GET", path, None, {
+            "Authorization": f"Bearer {host.secrets[account]}"}, conn=conn)
+    except (OSError, http.client.HTTPException) as e:
+        return e
 
 
 class Check(Exception):
@@ -87,6 +132,7 @@ class Stack:
         self.build = build
         self.db = patroni.PatroniCluster()
         self.hosts = []
+        self.proxies = {}
         self.provider_home = None
         self.keep = args.keep
         try:
@@ -99,7 +145,7 @@ class Stack:
         hostargs = argparse.Namespace(workers=args.workers, latency_ms=0,
                                       keep=args.keep, provider_timeout_ms=10000)
         self.db.start(timeout=DEADLINE.timeout(180))
-        self.db.psql("CREATE DATABASE idem")
+        self.db.create_database("idem")
         self.uri = self.db.uri("idem")
         p = subprocess.run([os.path.join(build, "idemctl"), "-s", self.uri,
                             "migrate"], capture_output=True,
@@ -114,6 +160,13 @@ class Stack:
                "IDEM_PROVIDER_URL": self.provider.url,
                "IDEM_PROVIDER_TIMEOUT_MS": "10000",
                "IDEM_LEASE": str(args.lease)}
+        # The second host reaches each node through a proxy of its own,
+        # which the partition case stops; the first connects directly.
+        self.proxies = {n.name: faults.Proxy(n.port, n.name)
+                        for n in self.db.nodes}
+        self.proxied_uri = ("postgresql://postgres@" + ",".join(
+            f"127.0.0.1:{self.proxies[n.name].port}" for n in self.db.nodes)
+            + "/idem?target_session_attrs=read-write")
         keys = seal = secrets_ = None
         for i in range(2):
             h = servers.Lighttpd(f"failover-{chr(ord('a') + i)}", build,
@@ -133,6 +186,8 @@ class Stack:
                     f.write(seal)
                 h.secrets = secrets_
             h.idem_env.update(env)
+            if i == 1:
+                h.idem_env["IDEM_STORE"] = self.proxied_uri
             self.hosts.append(h)
         self.provider_home.start()
         for h in self.hosts:
@@ -145,6 +200,7 @@ class Stack:
         return "\n".join(h.log_tail() for h in self.hosts) + "\n" + self.db.tails()
 
     def cleanup(self):
+        faults.resume_all()
         for h in self.hosts + ([self.provider_home] if self.provider_home else []):
             try:
                 h.cleanup()
@@ -153,6 +209,9 @@ class Stack:
             if h in servers.INSTANCES:
                 servers.INSTANCES.remove(h)
         self.hosts, self.provider_home = [], None
+        for x in self.proxies.values():
+            x.close()
+        self.proxies = {}
         self.db.stop(keep=self.keep)
 
 
@@ -164,9 +223,11 @@ class Load:
         self.st = st
         self.lock = threading.Lock()
         self.finals = {}                    # key -> (host index, the 201)
-        self.acks = []                      # monotonic time of each fresh 201
+        self.acks = []                      # (monotonic time, host index) of each fresh 201
+        self.refusals = []                  # monotonic time of each 503
         self.transient = collections.Counter()
-        self.bad = []
+        self.bad = []                       # (monotonic time, what)
+        self.unanswered = []                # (monotonic time, host name)
         self.stop = threading.Event()
         self.seq = itertools.count()
         self.max_keys = max_keys
@@ -175,29 +236,38 @@ class Load:
         self.threads = [threading.Thread(target=self.client, args=(i,), daemon=True)
                         for i in range(clients)]
 
-    def one_key(self, i, key):
+    def one_key(self, i, key, pin=None):
         for attempt in itertools.count():
             if DEADLINE.left() < 20:
-                self.bad.append(f"{key}: still no 201 at the deadline")
+                self.bad.append((time.monotonic(),
+                                 f"{key}: still no 201 at the deadline"))
                 return
-            hi = (i + attempt) % len(self.st.hosts)
+            hi = pin if pin is not None else (i + attempt) % len(self.st.hosts)
             r = pay(self.st.hosts[hi], key)
+            now = time.monotonic()
             if isinstance(r, Reply) and r.status == 201:
                 with self.lock:
                     self.finals[key] = (hi, r)
-                    self.acks.append(time.monotonic())
+                    self.acks.append((now, hi))
                 return
             if isinstance(r, Reply) and r.status in (409, 503):
                 with self.lock:
                     self.transient[r.status] += 1
+                    if r.status == 503:
+                        self.refusals.append(now)
                 ra = r.header("Retry-After") or ""
                 if not ra.isdigit() or not 1 <= int(ra) <= self.lease:
-                    self.bad.append(f"{key}: {r.status} with Retry-After {ra!r}")
+                    self.bad.append((now, f"{key}: {r.status} with "
+                                     f"Retry-After {ra!r}"))
                     ra = "1"
                 # The client's own back-off, as Retry-After asks.
                 time.sleep(min(int(ra), 2) if r.status == 409 else 0.5)
                 continue
-            self.bad.append(f"{key} on host {hi}: {brief(r)}")
+            if isinstance(r, TimeoutError):
+                with self.lock:
+                    self.unanswered.append((now, self.st.hosts[hi].name))
+                continue
+            self.bad.append((now, f"{key} on host {hi}: {brief(r)}"))
             time.sleep(0.5)
 
     def client(self, i):
@@ -206,6 +276,13 @@ class Load:
             if n >= self.max_keys:
                 return
             self.one_key(i, f"failover-{n}-{secrets.token_hex(6)}")
+            time.sleep(self.pace)
+
+    def probe(self, hi, stop):
+        """Fresh keys paid through host hi alone until stop is set."""
+        while not stop.is_set() and not self.stop.is_set():
+            self.one_key(0, f"failover-probe-{next(self.seq)}-"
+                         f"{secrets.token_hex(6)}", pin=hi)
             time.sleep(self.pace)
 
     def start(self):
@@ -222,141 +299,546 @@ class Load:
         with self.lock:
             return len(self.acks)
 
-    def gap_since(self, t):
-        """The longest time without a 201 from t to now: the outage a
-        kill at t caused (answers in flight at t, committed before it,
-        count as before it)."""
+    def gap(self, t, end=None, host=None):
+        """The longest time without a 201 (through host, if given) from
+        t to end (now): the outage a fault at t caused (answers in flight
+        at t, committed before it, count as before it)."""
+        end = time.monotonic() if end is None else end
         with self.lock:
-            times = sorted(a for a in self.acks if a >= t)
-        marks = [t] + times
-        return max(b - a for a, b in zip(marks, marks[1:])) if times else None
+            times = sorted(a for a, hi in self.acks
+                           if t <= a <= end and host in (None, hi))
+        marks = [t] + times + [end]
+        return max(b - a for a, b in zip(marks, marks[1:]))
 
-    def wait_acks(self, n, seconds, what):
-        """A bounded poll: n more 201s than now."""
-        want = self.acked() + n
+    def wait_acks(self, n, seconds, what, host=None):
+        """A bounded poll: n more 201s (through host, if given) than now."""
+        def count():
+            with self.lock:
+                return sum(1 for _, hi in self.acks if host in (None, hi))
+        want = count() + n
         end = time.monotonic() + seconds
         while time.monotonic() < end:
-            if self.acked() >= want:
+            if count() >= want:
                 return
             time.sleep(0.1)
-        raise Check(f"{what}: fewer than {n} payments in {seconds} s")
+        raise Check(f"{what}: fewer than {n} payments in {seconds:.0f} s")
 
 
-def rejoined_as_standby(db, rnd, old, new):
-    """old, running again, is a standby on the leader's timeline.  Patroni
-    says "running" as soon as its PostgreSQL accepts connections; after
-    pg_rewind it may restart it once more, and a member's timeline in
-    the DCS is what its last loop saw: a bounded poll, which fails with
-    what it saw last."""
+class Readers:
+    """A thread a host reading acknowledged payments back (GET of the
+    201's Location, the same account's key), the latest acknowledged
+    and older ones by turns, one read every pace seconds.  A payment
+    acknowledged must never be answered 404; 503 with Retry-After is a
+    host that cannot tell."""
+
+    def __init__(self, st, load, lost, pace=0.1):
+        self.st = st
+        self.load = load
+        self.lost = lost        # keys found lost, not read again
+        self.pace = pace
+        self.lock = threading.Lock()
+        self.events = []        # (monotonic time, host name, kind, what)
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self.reader, args=(h,),
+                                         daemon=True) for h in st.hosts]
+
+    def start(self):
+        for th in self.threads:
+            th.start()
+
+    def finish(self):
+        self.stop.set()
+        for th in self.threads:
+            th.join(DEADLINE.timeout(60))
+
+    def reader(self, host):
+        n = 0
+        while not self.stop.wait(self.pace):
+            with self.load.lock:
+                keys = [k for k in self.load.finals if k not in self.lost]
+            if not keys:
+                continue
+            n += 1
+            key = keys[-1] if n % 2 else random.choice(keys)
+            with self.load.lock:
+                loc = self.load.finals[key][1].header("Location") or ""
+            r = read_payment(host, urllib.parse.urlsplit(loc).path or loc)
+            now = time.monotonic()
+            if isinstance(r, Reply) and r.status == 200:
+                kind = "200"
+            elif isinstance(r, Reply) and r.status == 404:
+                kind = "404"
+            elif isinstance(r, Reply) and r.status == 503 and \
+                    (r.header("Retry-After") or "").isdigit():
+                kind = "503"
+            elif isinstance(r, TimeoutError):
+                kind = "no answer"
+            else:
+                kind = "other"
+            with self.lock:
+                self.events.append((now, host.name, kind,
+                                    f"{key} {loc} on {host.name}: {brief(r)}"))
+
+    def between(self, t0, t1):
+        with self.lock:
+            return [e for e in self.events if t0 <= e[0] < t1]
+
+
+class Case:
+    """One fault: its outage and what it cost.  Keys acknowledged, reads
+    and refusals are counted from the end of the case before it to the
+    end of this one."""
+
+    def __init__(self, name, short):
+        self.name = name
+        self.short = short      # its name in the table
+        self.t0 = self.t1 = None
+        self.gap = None
+        self.refusals = 0
+        self.lost = []
+        self.reads = collections.Counter()
+        self.bad_reads = []
+        self.unanswered = 0
+        self.bad = []
+        self.keys = 0
+        self.why = None
+        self.problems = []      # what went wrong, the case going on
+        self.caught = None      # partition: what the cut caught
+        self.notes = []
+
+    def note(self, msg):
+        self.notes.append(msg)
+        note(f"{self.name}: {msg}")
+
+    def wait_acks(self, load, n, seconds, what):
+        """load.wait_acks, a shortfall noted as a problem of the case,
+        which goes on."""
+        try:
+            load.wait_acks(n, DEADLINE.timeout(seconds), what)
+        except Check as e:
+            self.problems.append(str(e))
+            self.note(str(e))
+
+
+def standbys_follow(db, what):
+    """Every node but the leader in recovery on the leader's timeline.
+    Patroni says "running" as soon as a PostgreSQL accepts connections;
+    after pg_rewind it may restart it once more, and a member's timeline
+    in the DCS is what its last loop saw: a bounded poll, which fails
+    with what it saw last."""
     seen = {}
 
-    def standby():
-        try:
-            seen["recovery"] = db.node_query(db.node(old),
-                                             "SELECT pg_is_in_recovery()")
-        except RuntimeError as e:
-            seen["recovery"] = str(e)
+    def follow():
+        seen["leader"] = leader = db.leader()
+        if leader is None:
             return False
         ms = {m["name"]: m for m in db.members()}
-        seen["timelines"] = (ms.get(old, {}).get("timeline"),
-                             ms.get(new, {}).get("timeline"))
-        seen["leader"] = db.leader()
-        return seen["recovery"] == [["t"]] and seen["leader"] == new and \
-            seen["timelines"][0] is not None and \
-            seen["timelines"][0] == seen["timelines"][1]
+        seen["timelines"] = {n: m.get("timeline") for n, m in ms.items()}
+        for n in db.nodes:
+            if n.name == leader:
+                continue
+            try:
+                rec = db.node_query(n, "SELECT pg_is_in_recovery()")
+            except RuntimeError as e:
+                seen["recovery"] = f"{n.name}: {e}"
+                return False
+            seen["recovery"] = f"{n.name}: {rec}"
+            tl = ms.get(n.name, {}).get("timeline")
+            if rec != [["t"]] or tl is None or \
+                    tl != ms.get(leader, {}).get("timeline"):
+                return False
+        return True
     try:
-        db.wait(f"kill {rnd}: {old} a standby on {new}'s timeline", standby,
-                DEADLINE.timeout(60))
+        db.wait(f"{what}: every other node a standby on the leader's "
+                "timeline", follow, DEADLINE.timeout(90))
     except RuntimeError as e:
-        raise Check(f"{str(e).splitlines()[0]}: in recovery "
-                    f"{seen.get('recovery')}, timelines ({old}, {new}) "
-                    f"{seen.get('timelines')}, leader {seen.get('leader')}") \
-            from None
+        raise Check(f"{str(e).splitlines()[0]}: leader {seen.get('leader')}, "
+                    f"timelines {seen.get('timelines')}, in recovery "
+                    f"{seen.get('recovery')}") from None
 
 
-def kill_primary(st, load, rnd, summary):
+def settle(st, what):
+    st.db.wait_healthy(DEADLINE.timeout(180))
+    standbys_follow(st.db, what)
+
+
+def before_fault(st, load, what):
+    st.db.wait_healthy(DEADLINE.timeout(120))
+    load.wait_acks(20, DEADLINE.timeout(60), f"{what}: before")
+    leader, sync = st.db.leader(), st.db.sync_standby()
+    expect(leader and sync, f"{what}: no leader or synchronous standby")
+    return leader, sync
+
+
+def kill_primary(st, load, c):
     db = st.db
-    db.wait_healthy(DEADLINE.timeout(120))
-    load.wait_acks(20, DEADLINE.timeout(60), f"kill {rnd}: before")
-    old, sync = db.leader(), db.sync_standby()
-    expect(old and sync, f"kill {rnd}: no leader or synchronous standby")
-    t = time.monotonic()
+    old, sync = before_fault(st, load, c.name)
+    c.t0 = t = time.monotonic()
     db.kill_node(old)
-    db.wait(f"kill {rnd}: a new leader", lambda: db.leader() not in (None, old),
+    db.wait(f"{c.name}: a new leader", lambda: db.leader() not in (None, old),
             DEADLINE.timeout(90))
     new = db.leader()
     promoted = time.monotonic() - t
-    expect(new == sync, f"kill {rnd}: {new} promoted, the synchronous standby "
-           f"was {sync}")
-    load.wait_acks(10, DEADLINE.timeout(60), f"kill {rnd}: after")
-    gap = load.gap_since(t)
+    expect(new == sync, f"{new} promoted, the synchronous standby was {sync}")
+    load.wait_acks(10, DEADLINE.timeout(60), f"{c.name}: after")
     db.start_node(old)
-    db.wait_healthy(DEADLINE.timeout(180))
-    expect(db.leader() == new, f"kill {rnd}: the leader moved to {db.leader()} "
-           f"when {old} came back")
-    rejoined_as_standby(db, rnd, old, new)
-    note(f"kill {rnd}: {old} killed, {new} promoted in {promoted:.1f} s, "
-         f"{gap:.1f} s without a payment, {old} rejoined as a standby")
-    summary.append(gap)
+    settle(st, c.name)
+    expect(db.leader() == new, f"the leader moved to {db.leader()} when "
+           f"{old} came back")
+    c.note(f"{old} killed, {new} promoted in {promoted:.1f} s, {old} "
+           "rejoined as a standby")
 
 
-def kill_standby(st, load, gaps):
+def kill_standby(st, load, c):
     db = st.db
-    db.wait_healthy(DEADLINE.timeout(120))
-    load.wait_acks(20, DEADLINE.timeout(60), "standby: before")
-    leader, sync = db.leader(), db.sync_standby()
-    t = time.monotonic()
+    leader, sync = before_fault(st, load, c.name)
+    c.t0 = time.monotonic()
     db.kill_node(sync)
     # Payments go on while the standby is away, the leader unchanged.
     load.wait_acks(30, DEADLINE.timeout(60), f"{sync} away")
     db.wait(f"another synchronous standby than {sync}",
             lambda: db.sync_standby() not in (None, sync), DEADLINE.timeout(30))
-    gap = load.gap_since(t)
     other = db.sync_standby()
     expect(db.leader() == leader, f"the leader moved to {db.leader()} when "
            f"the standby {sync} was killed")
     db.start_node(sync)
-    db.wait_healthy(DEADLINE.timeout(180))
-    note(f"standby {sync} killed: {other} made synchronous, {gap:.1f} s "
-         f"without a payment, leader {leader} throughout")
-    gaps.append(gap)
+    settle(st, c.name)
+    c.note(f"{sync} killed: {other} made synchronous, leader {leader} "
+           "throughout")
 
 
-def check_outcome(st, load, before):
-    expect(not load.bad, f"{len(load.bad)} answers other than 201, 409, 503 "
-           f"with Retry-After: {load.bad[:4]}")
-    finals = dict(load.finals)
-    locs = {r.header("Location") for _, r in finals.values()}
-    expect(len(locs) == len(finals), f"{len(locs)} payments for {len(finals)} keys")
-    problems = []
-    work = list(finals.items())
+def new_leader(db, c, old, sync, paused):
+    """A bounded poll for the leader Patroni promotes while old is
+    paused: it must be the synchronous standby."""
+    db.wait(f"{c.name}: a leader other than {old}",
+            lambda: db.leader() not in (None, old), DEADLINE.timeout(90))
+    new = db.leader()
+    c.note(f"{sync} promoted {paused.held():.1f} s after {old} was paused")
+    expect(new == sync, f"{new} promoted, the synchronous standby was {sync}")
+    return new
+
+
+def pause_primary(st, load, c, whole):
+    """The leader's PostgreSQL (whole: its Patroni too) stopped past the
+    ttl, until the synchronous standby is promoted and pays, then
+    continued: it must come back as a standby of the new leader, which
+    stays the leader."""
+    db = st.db
+    old, sync = before_fault(st, load, c.name)
+    c.t0 = time.monotonic()
+    node = db.node(old)
+    p = faults.pause_node(node) if whole else faults.pause_postgres(node)
+    try:
+        expect(p.pids, f"{old}: nothing to pause")
+        new = new_leader(db, c, old, sync, p)
+        c.wait_acks(load, 10, 60, f"payments on {new} with {old} paused")
+    finally:
+        held = p.held()
+        p.resume()
+    c.note(f"{old} continued after {held:.1f} s")
+    settle(st, c.name)
+    expect(db.leader() == new, f"the leader moved to {db.leader()} when "
+           f"{old} was continued")
+    load.wait_acks(10, DEADLINE.timeout(60), f"{c.name}: after")
+
+
+def stall_new_leader(st, load, c):
+    """The leader's PostgreSQL paused until the synchronous standby is
+    promoted; then the new leader's Patroni stopped, the old leader's
+    PostgreSQL continued (a primary still, until its Patroni demotes
+    it), and both left so past the ttl, when nothing refreshes the new
+    leader's key; then the new leader's Patroni continued."""
+    db = st.db
+    old, sync = before_fault(st, load, c.name)
+    c.t0 = time.monotonic()
+    pa = faults.pause_postgres(db.node(old))
+    pb = None
+    try:
+        expect(pa.pids, f"{old}: nothing to pause")
+        new = new_leader(db, c, old, sync, pa)
+        c.wait_acks(load, 5, 60, f"payments on {new} with {old} paused")
+        pb = faults.pause_patroni(db.node(new))
+        pa.resume()
+        # The fault's length, not a synchronisation: the ttl passes
+        # with the new leader's Patroni silent and the old primary live.
+        end = time.monotonic() + patroni.TTL + 2 * patroni.LOOP_WAIT + 1
+        while time.monotonic() < end:
+            time.sleep(0.2)
+        c.note(f"{new}'s Patroni stopped {pb.held():.1f} s with {old} "
+               f"continued; leader then {db.leader()}")
+    finally:
+        pa.resume()
+        if pb is not None:
+            pb.resume()
+    settle(st, c.name)
+    c.note(f"leader {db.leader()} once settled")
+    load.wait_acks(10, DEADLINE.timeout(60), f"{c.name}: after")
+
+
+def idle_in_transaction(db, node, ports):
+    """The sessions on node from the given client ports that are idle in
+    a transaction: (pid, client port, advisory locks held, seconds idle)."""
+    if not ports:
+        return []
+    rows = db.node_query(node, (
+        "SELECT a.pid, a.client_port, (SELECT count(*) FROM pg_locks l "
+        "WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted), "
+        "round(extract(epoch FROM now() - a.state_change)::numeric, 1) "
+        "FROM pg_stat_activity a WHERE a.state LIKE 'idle in transaction%' "
+        "AND a.client_port IN (" + ",".join(str(p) for p in sorted(ports))
+        + ")"), db="postgres")
+    return [tuple(r) for r in rows if len(r) == 4]
+
+
+def session_alive(db, node, pid):
+    try:
+        return db.node_query(node, "SELECT state FROM pg_stat_activity "
+                             f"WHERE pid = {int(pid)}")
+    except RuntimeError:
+        return []
+
+
+def partition(st, load, c, attempts=4):
+    """The second host cut off from the primary by its proxy (both
+    directions, sockets kept open) while it pays: first at the moment
+    the server leaves one of that host's sessions in a transaction block
+    (the proxy watches for it for CATCH_S), then, if none opens one, at
+    arbitrary moments mid-claim.  Each time the primary is asked for a
+    session of that host idle in transaction; until one is caught the
+    partition is lifted and tried again (attempts in all).  While the
+    last partition lasts (PARTITION_RESUME_S and 5 s more), payments
+    through the first host, which reaches the primary directly, must
+    not stop for longer than PARTITION_RESUME_S."""
+    db = st.db
+    leader, _ = before_fault(st, load, c.name)
+    node, x = db.node(leader), st.proxies[leader]
+    stop_probe = threading.Event()
+    probe = threading.Thread(target=load.probe, args=(0, stop_probe),
+                             daemon=True)
+    probe.start()
+    c.t0 = time.monotonic()
+    found = []
+    try:
+        for attempt in range(1, attempts + 1):
+            if attempt == 1:
+                x.stop_in_transaction()
+                end = time.monotonic() + CATCH_S
+                while x.caught is None and time.monotonic() < end:
+                    time.sleep(0.05)
+                how = "a transaction seen open" if x.caught is not None \
+                    else f"no transaction seen open in {CATCH_S} s"
+            else:
+                # Mid-claim: once the next few payments are answered.
+                load.wait_acks(random.randint(1, 5), DEADLINE.timeout(60),
+                               f"{c.name}: payments before attempt {attempt}")
+                how = "mid-claim"
+            x.stop()
+            t = time.monotonic()
+            # The server has what reached it before the stop: a bounded
+            # poll for a session of the proxy's idle in transaction.
+            found = []
+            while not found and time.monotonic() < t + 3:
+                found = idle_in_transaction(db, node, x.upstream_ports())
+                time.sleep(0.2)
+            c.note(f"attempt {attempt}: {st.hosts[1].name} cut off from "
+                   f"{leader} ({how}); sessions idle in transaction: "
+                   + (", ".join(f"pid {r[0]} ({r[2]} advisory locks)"
+                                for r in found) or "none"))
+            if found or attempt == attempts:
+                break
+            x.resume()
+        c.caught = len(found)
+        if not found:
+            c.note(f"no session caught idle in transaction in {attempts} "
+                   "attempts")
+        # The fault's length: the partition holds past the bound on the
+        # first host's outage.
+        end = t + PARTITION_RESUME_S + 5
+        gone = None
+        while time.monotonic() < end:
+            if found and gone is None and not any(
+                    session_alive(db, node, r[0]) for r in found):
+                gone = time.monotonic() - t
+            time.sleep(0.2)
+        if found:
+            c.note("the caught session " + (
+                f"ended by the server after {gone:.1f} s" if gone is not None
+                else f"still there after {time.monotonic() - t:.1f} s"))
+        direct = load.gap(t, host=0)
+        c.note(f"{direct:.1f} s at most without a payment through "
+               f"{st.hosts[0].name} during the partition")
+        expect(direct <= PARTITION_RESUME_S,
+               f"payments through {st.hosts[0].name} stopped for "
+               f"{direct:.1f} s while {st.hosts[1].name} was cut off "
+               f"(bound {PARTITION_RESUME_S} s)")
+    finally:
+        x.resume()
+        stop_probe.set()
+        probe.join(DEADLINE.timeout(ANSWER_S + 10))
+    settle(st, c.name)
+    load.wait_acks(10, DEADLINE.timeout(60), f"{c.name}: after")
+
+
+def stall_walreceiver(st, load, c):
+    """The synchronous standby's WAL receiver stopped: payments must
+    resume within WALRECEIVER_RESUME_S (its stream ends past
+    wal_sender_timeout, and Patroni names the other standby), the
+    leader unchanged; then continued."""
+    db = st.db
+    leader, sync = before_fault(st, load, c.name)
+    pid = faults.walreceiver_pid(db, db.node(sync))
+    expect(pid, f"{sync}: no WAL receiver")
+    c.t0 = t = time.monotonic()
+    p = faults.Paused([pid])
+    try:
+        load.wait_acks(10, DEADLINE.timeout(60),
+                       f"{c.name}: payments with {sync}'s WAL receiver stopped")
+        c.note(f"{sync}'s WAL receiver (pid {pid}) stopped; synchronous "
+               f"standby now {db.sync_standby()}")
+    finally:
+        p.resume()
+    gap = load.gap(t)
+    expect(gap <= WALRECEIVER_RESUME_S, f"{gap:.1f} s without a payment "
+           f"(bound {WALRECEIVER_RESUME_S} s)")
+    settle(st, c.name)
+    expect(db.leader() == leader, f"the leader moved to {db.leader()}")
+
+
+def verify_keys(st, keys, deadline_s=60):
+    """Each acknowledged key replayed on the host that did not answer its
+    201, retried past 503 and 409: the keys whose replay is not the
+    201 byte for byte, with what was wrong."""
+    problems = {}
+    work = list(keys)
     lock = threading.Lock()
 
     def replayer():
         while True:
             with lock:
-                if not work or len(problems) > 10:
+                if not work:
                     return
                 key, (hi, r) = work.pop()
             other = st.hosts[(hi + 1) % len(st.hosts)]
-            p = replay_problems(r, pay(other, key), f"{key} on {other.name}")
+            end = time.monotonic() + deadline_s
+            while True:
+                again = pay(other, key)
+                if not (isinstance(again, Reply) and again.status in
+                        (409, 503)) or time.monotonic() > end:
+                    break
+                time.sleep(0.5)
+            p = replay_problems(r, again, f"{key} on {other.name}")
             if p:
                 with lock:
-                    problems.extend(p)
+                    problems[key] = p
     ths = [threading.Thread(target=replayer, daemon=True) for _ in range(6)]
     for th in ths:
         th.start()
     for th in ths:
         th.join(DEADLINE.timeout(300))
-    expect(not problems, "; ".join(problems[:5]))
+    return problems
+
+
+def close_case(st, load, readers, c, since, lost_before):
+    """c's figures over [since, now): its keys replayed, its reads
+    counted.  Returns now, where the next case's figures start."""
+    now = time.monotonic()
+    with load.lock:
+        n = len(load.acks)
+        keys = [(k, v) for k, v in load.finals.items()]
+    # Keys are in the order of their 201s, as finals was filled.
+    times = [a for a, _ in load.acks[:n]]
+    mine = [kv for kv, a in zip(keys, times) if since <= a < now] \
+        if len(times) == len(keys) else \
+        [kv for kv in keys if kv[0] not in lost_before]
+    c.keys = len(mine)
+    problems = verify_keys(st, mine)
+    c.lost = sorted(problems.items())
+    lost_before.update(problems)
+    for e in readers.between(since, now):
+        c.reads[e[2]] += 1
+        if e[2] in ("404", "other"):
+            c.bad_reads.append(e[3])
+    with load.lock:
+        c.refusals = sum(1 for a in load.refusals if since <= a < now)
+        c.unanswered = sum(1 for a, _ in load.unanswered if since <= a < now)
+        c.bad = [w for a, w in load.bad if since <= a < now]
+    if c.t0 is not None:
+        c.gap = load.gap(c.t0, c.t1)
+    return now
+
+
+def report_case(c):
+    why = list(c.problems) + ([c.why] if c.why else [])
+    if c.lost:
+        why.append(f"{len(c.lost)} acknowledged payments lost: "
+                   + "; ".join(p for _, ps in c.lost[:3] for p in ps[:1]))
+    if c.reads["404"]:
+        why.append(f"{c.reads['404']} reads of acknowledged payments "
+                   "answered 404: " + "; ".join(
+                       b for b in c.bad_reads if " 404 " in b)[:300])
+    if c.reads["other"]:
+        why.append(f"{c.reads['other']} reads answered neither 200, 404 "
+                   "nor 503 with Retry-After: " + "; ".join(
+                       b for b in c.bad_reads if " 404 " not in b)[:300])
+    if c.unanswered or c.reads["no answer"]:
+        why.append(f"{c.unanswered} payments and {c.reads['no answer']} "
+                   f"reads not answered within {ANSWER_S} s")
+    if c.bad:
+        why.append(f"{len(c.bad)} answers other than 201, 409, 503 with "
+                   f"Retry-After: {c.bad[:3]}")
+    if why:
+        RESULTS.fail(c.name, "\n".join(why))
+    else:
+        caught = "" if c.caught is None else \
+            f", {c.caught or 'no'} session(s) caught idle in transaction"
+        RESULTS.ok(f"{c.name}: {c.keys} payments acknowledged, none lost, "
+                   f"no acknowledged payment read as 404{caught}")
+
+
+def print_table(cases, double):
+    print("# case                   no payment (s)  503s  lost  double  "
+          "404 reads  reads  no answer", flush=True)
+    for c in cases:
+        gap = f"{c.gap:.1f}" if c.gap is not None else "-"
+        print(f"# {c.short:<24} {gap:>12} {c.refusals:>5} {len(c.lost):>5} "
+              f"{'-':>7} {c.reads['404']:>10} {sum(c.reads.values()):>6} "
+              f"{c.unanswered + c.reads['no answer']:>10}", flush=True)
+    print(f"# {'all':<24} {'':>12} {sum(c.refusals for c in cases):>5} "
+          f"{sum(len(c.lost) for c in cases):>5} {double:>7} "
+          f"{sum(c.reads['404'] for c in cases):>10} "
+          f"{sum(sum(c.reads.values()) for c in cases):>6} "
+          f"{sum(c.unanswered + c.reads['no answer'] for c in cases):>10}",
+          flush=True)
+
+
+def check_outcome(st, load, before, lost):
+    """The run as a whole: (payments, double charges, what is wrong)."""
+    wrong = []
+    finals = dict(load.finals)
+    locs = {r.header("Location") for _, r in finals.values()}
+    if len(locs) != len(finals):
+        wrong.append(f"{len(locs)} payments for {len(finals)} keys")
+    # Every key again, the lost ones aside (their replay was a new
+    # payment): a payment lost after its case was checked shows here.
+    problems = verify_keys(st, [(k, v) for k, v in finals.items()
+                                if k not in lost])
+    if problems:
+        wrong.append(f"{len(problems)} acknowledged payments lost after "
+                     "their case: " + "; ".join(
+                         p for ps in list(problems.values())[:5]
+                         for p in ps[:1]))
+    if lost:
+        wrong.append(f"{len(lost)} acknowledged payments lost in the cases "
+                     "above (each replayed afresh when found)")
     after = st.stats()
     got = {k: after.get(k, 0) - before.get(k, 0) for k in ("charges", "payments")}
-    expect(got == {"charges": len(finals), "payments": len(finals)},
-           f"{len(finals)} keys, but charges {got['charges']} and payments "
-           f"{got['payments']}")
-    expect(after.get("in_progress", 0) == 0,
-           f"{after.get('in_progress')} keys still in progress")
-    return len(finals)
+    double = max(0, got["charges"] - len(finals))
+    if got != {"charges": len(finals), "payments": len(finals)}:
+        wrong.append(f"{len(finals)} keys, but charges {got['charges']} and "
+                     f"payments {got['payments']}")
+    if after.get("in_progress", 0) != 0:
+        wrong.append(f"{after.get('in_progress')} keys still in progress")
+    return len(finals), double, wrong
 
 
 def main():
@@ -364,21 +846,28 @@ def main():
     ap.add_argument("--build", required=True, help="build directory")
     ap.add_argument("--suite", default="failover")
     ap.add_argument("--kills", type=int, default=3, help="primaries killed")
+    ap.add_argument("--cases", default=",".join(CASES),
+                    help="the cases run, in order: " + ", ".join(CASES))
     ap.add_argument("--clients", type=int, default=6)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--lease", type=int, default=5, help="IDEM_LEASE, seconds")
-    ap.add_argument("--max-keys", type=int, default=6000)
+    ap.add_argument("--max-keys", type=int, default=20000)
     ap.add_argument("--pace", type=float, default=0.05,
                     help="seconds a client waits between keys")
-    ap.add_argument("--deadline", type=float, default=600)
+    ap.add_argument("--deadline", type=float, default=690)
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     DEADLINE.reset(args.deadline)
+    names = [n for n in args.cases.split(",") if n]
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        ap.error(f"unknown cases {unknown}: {', '.join(CASES)}")
     if not patroni.available():
         RESULTS.fail("failover", "patroni, etcd or PostgreSQL not installed")
         return RESULTS.summary(args.suite)
     become_subreaper()
     atexit.register(cleanup_all)
+    atexit.register(faults.resume_all)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda s, f: sys.exit(128 + s))
     started = time.monotonic()
@@ -388,33 +877,70 @@ def main():
         RESULTS.fail("failover start", f"{type(e).__name__}: {e}")
         return RESULTS.summary(args.suite)
     atexit.register(st.cleanup)
-    load = None
+    load = readers = None
+    plan = []
+    for n in names:
+        if n == "kill":
+            plan += [(f"primary killed ({i})", f"kill {i}", kill_primary)
+                     for i in range(1, args.kills + 1)]
+        else:
+            plan.append((n,) + {
+                "standby": ("the synchronous standby killed", kill_standby),
+                "pause-pg": ("the leader's PostgreSQL paused",
+                             lambda s, l, c: pause_primary(s, l, c, False)),
+                "pause-node": ("the leader's node paused",
+                               lambda s, l, c: pause_primary(s, l, c, True)),
+                "stall-new-leader": ("the new leader's Patroni stalled, the "
+                                     "old primary continued",
+                                     stall_new_leader),
+                "partition": ("a host cut off from the primary mid-claim",
+                              partition),
+                "walreceiver": ("the synchronous standby's WAL receiver "
+                                "stopped", stall_walreceiver),
+            }[n])
+            plan[-1] = (plan[-1][1], n, plan[-1][2])
+    cases = []
     try:
         note(f"store {st.uri}; hosts " + ", ".join(
             f"{h.name} on {h.port}" for h in st.hosts)
+            + f" ({st.hosts[1].name} through a proxy a node)"
             + f"; up in {time.monotonic() - started:.1f} s")
         before = st.stats()
         load = Load(st, args.clients, args.max_keys, args.lease, args.pace)
+        lost = {}
+        readers = Readers(st, load, lost)
         load.start()
-        gaps, sgaps = [], []
-        for rnd in range(1, args.kills + 1):
+        readers.start()
+        since = time.monotonic()
+        for name, short, fn in plan:
+            c = Case(name, short)
+            cases.append(c)
+            t = time.monotonic()
             try:
-                kill_primary(st, load, rnd, gaps)
-                RESULTS.ok(f"primary killed ({rnd}): the synchronous standby "
-                           "promoted, the old primary rejoined as a standby")
-            except (Check, RuntimeError) as e:
-                RESULTS.fail(f"primary killed ({rnd})", str(e))
-                break
-        try:
-            kill_standby(st, load, sgaps)
-            RESULTS.ok("the synchronous standby killed: the other one is "
-                       "named, the leader stays, payments flow")
-        except (Check, RuntimeError) as e:
-            RESULTS.fail("the synchronous standby killed", str(e))
+                fn(st, load, c)
+            except (Check, RuntimeError, TimeoutError) as e:
+                c.why = str(e)
+            finally:
+                faults.resume_all()
+            c.t1 = time.monotonic()
+            note(f"{name}: {c.t1 - t:.1f} s")
+            since = close_case(st, load, readers, c, since, lost)
+            report_case(c)
+        readers.finish()
         expect(load.finish(), "clients still running at the deadline")
-        n = check_outcome(st, load, before)
-        RESULTS.ok(f"{n} acknowledged payments all there, charges = payments "
-                   "= keys, only 503 or 409 with Retry-After before a 201")
+        last = Case("after the cases", "after")
+        close_case(st, load, readers, last, since, lost)
+        if last.lost or last.reads["404"] or last.bad:
+            cases.append(last)
+            report_case(last)
+        n, double, wrong = check_outcome(st, load, before, lost)
+        if wrong:
+            RESULTS.fail("failover", "\n".join(wrong))
+        else:
+            RESULTS.ok(f"{n} acknowledged payments all there, charges = "
+                       "payments = keys, only 503 or 409 with Retry-After "
+                       "before a 201")
+        print_table(cases, double)
         found = []
         for h in st.hosts + [st.provider_home]:
             for log in h.logs:
@@ -426,11 +952,18 @@ def main():
                 if m:
                     found.append(f"{log}: {m}")
         RESULTS.record("no sanitizer report in the hosts' logs", found)
-        print(f"{args.suite}: summary {len(gaps)} primary kills, seconds "
-              f"without a payment " + " ".join(f"{g:.1f}" for g in gaps)
-              + f" (standby killed: " + " ".join(f"{g:.1f}" for g in sgaps)
+        kills = [c for c in cases if c.name.startswith("primary killed")]
+        others = [c for c in cases if not c.name.startswith("primary killed")
+                  and c.gap is not None]
+
+        def g(c):
+            return f"{c.gap:.1f}" if c.gap is not None else "-"
+        print(f"{args.suite}: summary {len(kills)} primary kills, seconds "
+              f"without a payment " + " ".join(g(c) for c in kills)
+              + " (" + ", ".join(f"{c.name}: {g(c)}" for c in others)
               + f"), {load.transient[503]} x 503, {load.transient[409]} x 409, "
-              f"{n} payments", flush=True)
+              f"{n} payments, {sum(len(c.lost) for c in cases)} lost, "
+              f"{sum(c.reads['404'] for c in cases)} reads 404", flush=True)
     except Check as e:
         RESULTS.fail("failover", str(e))
     except Exception as e:              # noqa: BLE001
@@ -438,6 +971,8 @@ def main():
     finally:
         if load is not None:
             load.stop.set()
+        if readers is not None:
+            readers.stop.set()
         st.cleanup()
     note(f"total: {time.monotonic() - started:.1f} s")
     return RESULTS.summary(args.suite)
