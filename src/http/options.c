@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "options.h"
 
 enum options_mode
@@ -58,16 +59,15 @@ int
 options_check_file(const char *var, const char *path, char *err,
     size_t errlen)
 {
-	struct stat st;
 	int fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1) {
-		snprintf(err, errlen, "%s %s: %s", var, path, strerror(errno));
+	if ((fd = file_open_regular(path)) == FILE_NOT_REGULAR) {
+		snprintf(err, errlen, "%s %s: not a regular file (a FIFO, a "
+		    "device or a directory)", var, path);
 		return -1;
 	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s %s: not a regular file", var, path);
-		close(fd);
+	if (fd == -1) {
+		snprintf(err, errlen, "%s %s: %s", var, path, strerror(errno));
 		return -1;
 	}
 	close(fd);

@@ -16,6 +16,7 @@
 
 #include "crypto.h"
 #include "err.h"
+#include "file.h"
 #include "seal.h"
 
 #define SEAL_ID_TAG "idem-seal-key-id-v1"
@@ -132,7 +133,13 @@ seal_load(const char *path, struct sealer **out, char *err, size_t errlen)
 	int fd, rc;
 
 	*out = NULL;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+	if ((fd = file_open_regular(path)) == FILE_NOT_REGULAR) {
+		snprintf(err, errlen, "the key file %s must be a regular file "
+		    "that others cannot read (chmod 600), not a FIFO, a "
+		    "device or a directory", path);
+		return IDEM_EINVAL;
+	}
+	if (fd < 0) {
 		snprintf(err, errlen, "cannot open the key file %s: %s", path,
 		    strerror(errno));
 		return errno == ENOENT ? IDEM_ENOTFOUND : IDEM_EINVAL;

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -111,6 +112,31 @@ lstore_expiry_make(uint64_t expires_ms, const struct store_key *k,
 	be_put(ek->data, 8, expires_ms);
 	memcpy(ek->data + STORE_EXPIRY_PREFIX, k->data, k->len);
 	ek->len = STORE_EXPIRY_PREFIX + k->len;
+}
+
+/*
+ * IDEM_EINVAL when dir's data.mdb or lock.mdb exists and is not a
+ * regular file: LMDB would open a FIFO there and then wait for ever on
+ * its first read, and a device or a directory is no store either.  stat
+ * does not open, so it waits for nothing; a symbolic link to a regular
+ * file is one.
+ */
+static int
+lstore_files_check(const char *dir)
+{
+	static const char *const names[] = { "data.mdb", "lock.mdb" };
+	char path[PATH_MAX];
+	struct stat st;
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+		    names[i]) >= sizeof(path))
+			return IDEM_EINVAL;
+		if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+			return IDEM_EINVAL;
+	}
+	return IDEM_OK;
 }
 
 /*
@@ -331,6 +357,8 @@ lstore_open(const struct store_config *cfg, struct store **out)
 		return rc;
 	if (stat(cfg->dir, &st) == -1)
 		return errno == ENOENT ? IDEM_ENOTFOUND : lstore_err(errno);
+	if ((rc = lstore_files_check(cfg->dir)) != IDEM_OK)
+		return rc;
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return IDEM_ENOMEM;
 	s->read_only = cfg->read_only;

@@ -56,6 +56,7 @@ app_open_with(const struct config *cfg, const struct app_inject *inj,
     struct app **out, char *err, size_t errlen)
 {
 	struct app *a;
+	int rc;
 
 	if ((a = calloc(1, sizeof(*a))) == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -87,9 +88,10 @@ app_open_with(const struct config *cfg, const struct app_inject *inj,
 	 * The store may be unavailable now and come back later (a full disk
 	 * freed, a mount restored): requests answer 503 until it opens.
 	 */
-	if (app_ensure_open(a) != IDEM_OK)
-		fprintf(stderr, "idem: store %s not available yet\n",
-		    cfg->db_dir);
+	if ((rc = app_ensure_open(a)) != IDEM_OK)
+		fprintf(stderr, "idem: store %s not available yet (%s); "
+		    "idem-fcgi --check-config says why\n", cfg->store[0] !=
+		    '\0' ? "IDEM_STORE" : cfg->db_dir, idem_strerror(rc));
 	*out = a;
 	return 0;
 }

@@ -28,9 +28,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "auth.h"
 #include "crypto.h"
+#include "file.h"
 #include "idem.h"
 
 /*
@@ -221,7 +223,7 @@ auth_keys_load(const char *path, struct auth_keys **out, char *err,
 	size_t linecap = 0, lineno = 0;
 	const char *why;
 	ssize_t n;
-	int rc;
+	int fd, rc;
 
 	if (errlen > 0)
 		err[0] = '\0';
@@ -230,12 +232,20 @@ auth_keys_load(const char *path, struct auth_keys **out, char *err,
 		return IDEM_ENOMEM;
 	}
 	k->gen = atomic_fetch_add(&auth_generation, 1) + 1;
-	if ((f = fopen(path, "r")) == NULL) {
-		if (errno == ENOENT) {
-			rc = IDEM_OK;
-			goto done;
-		}
+	if ((fd = file_open_regular(path)) == FILE_NOT_REGULAR) {
+		snprintf(err, errlen, "%s: not a regular file (a FIFO, a "
+		    "device or a directory)", path);
+		rc = IDEM_EINVAL;
+		goto fail;
+	}
+	if (fd == -1 && errno == ENOENT) {
+		rc = IDEM_OK;
+		goto done;
+	}
+	if (fd == -1 || (f = fdopen(fd, "r")) == NULL) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		if (fd != -1)
+			close(fd);
 		rc = IDEM_EIO;
 		goto fail;
 	}

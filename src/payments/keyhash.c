@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "crypto.h"
+#include "file.h"
 #include "keyhash.h"
 
 static int
@@ -17,7 +18,11 @@ keyhash_read(const char *path, uint8_t secret[KEYHASH_SECRET_SIZE])
 	ssize_t n;
 	int fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if ((fd = file_open_regular(path)) == FILE_NOT_REGULAR) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (fd == -1)
 		return -1;
 	n = read(fd, secret, KEYHASH_SECRET_SIZE);
 	close(fd);

@@ -151,8 +151,8 @@ def parse_scenario(path):
         if m:
             steps.append(Step(m.group(1), lineno, m.group(2).strip()))
             continue
-        m = re.match(r"^(env|unset|file|gate|reached|release|await|secret|"
-                     r"snapshot|unchanged)\s+(.*)$", text)
+        m = re.match(r"^(env|unset|file|fifo|gate|reached|release|await|"
+                     r"secret|snapshot|unchanged)\s+(.*)$", text)
         if m:
             steps.append(Step(m.group(1), lineno, m.group(2).strip()))
             continue
@@ -1080,6 +1080,14 @@ class Scenario:
                 raise Fail("%s: %s did not print %r" % (where, shown, text),
                            ["  " + l for l in out.strip().split("\n")])
 
+    def fifo(self, step):
+        """fifo NAME: a FIFO {tmp}/NAME (its directories made), which
+        nothing ever writes: where a program expects a file, opening it
+        for reading would wait for ever."""
+        path = os.path.join(self.tmp, step.arg)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.mkfifo(path, 0o600)
+
     def file(self, step):
         """file NAME: a regular file {tmp}/NAME holding one line of text
         (a "directory" the store cannot open), or the indented "line:
@@ -1273,6 +1281,8 @@ class Scenario:
             self.env[step.arg] = None
         elif kind == "file":
             self.file(step)
+        elif kind == "fifo":
+            self.fifo(step)
         elif kind == "gate":
             self.gate(step)
         elif kind == "reached":
