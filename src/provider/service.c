@@ -58,7 +58,13 @@ static const char *const psvc_fail_names[PSVC_FAIL__MAX] = {
 	[PSVC_FAIL_DROP] = "drop",
 };
 
-/* The ledger's tables: one row per outcome, keyed by the caller's key. */
+/*
+ * The ledger's tables: one row per outcome, keyed by its id (ch_, dc_,
+ * rf_ and 24 random hex digits), the caller's key its value.  Not by the
+ * key: a key lives PSVC_TTL_MS, and a charge made under it after that is
+ * a second charge, which a row keyed by the key would overwrite, and
+ * /stats would not count.
+ */
 static const char *const psvc_tables[] = { "charges", "declines", "refunds",
     NULL };
 
@@ -211,6 +217,7 @@ psvc_key_valid(const char *key)
 
 struct psvc_row {
 	const char *table;
+	char id[4 + 2 * PSVC_ID_RANDOM];
 	const char *key;
 };
 
@@ -220,7 +227,8 @@ psvc_row_put(void *ctx, struct idem_tx *tx)
 {
 	const struct psvc_row *r = ctx;
 
-	return idem_tx_put(tx, r->table, r->key, strlen(r->key), "", 0);
+	return idem_tx_put(tx, r->table, r->id, strlen(r->id), r->key,
+	    strlen(r->key));
 }
 
 /* New work: what it decides, and where its answer is written. */
@@ -246,7 +254,7 @@ psvc_work_make(void *ctx, struct idem_outcome *out)
 	struct psvc_work *w = ctx;
 	struct psvc_answer *a = w->a;
 	uint8_t rnd[PSVC_ID_RANDOM];
-	char id[4 + 2 * PSVC_ID_RANDOM];
+	char *id = w->row.id;
 	const char *status;
 	int code;
 

@@ -301,6 +301,26 @@ def t_bad_config(svc):
     expect(b.rc != 0 and "IDEM_PROVIDER_LATENCY_MS" in b.err, b.brief())
 
 
+def t_charge_after_expiry(svc):
+    # A key answers its charge for a week; a charge under it after that
+    # is a second charge, with an id of its own, and /stats counts both
+    # (one ledger row per charge, not per key).
+    t0 = 1_800_000_000_000
+    week = 7 * 24 * 3600 * 1000
+    a = charge(svc, "k-old", env={"IDEM_TEST_NOW_MS": str(t0)})
+    expect(a.status == 201, f"first charge: {a.brief()}")
+    b = charge(svc, "k-old", env={"IDEM_TEST_NOW_MS": str(t0 + week - 1)})
+    expect(b.status == 201 and b.body == a.body and
+           b.headers.get("idempotent-replayed") == "true",
+           f"within the week: {b.brief()}")
+    c = charge(svc, "k-old", env={"IDEM_TEST_NOW_MS": str(t0 + week + 1)})
+    expect(c.status == 201 and "idempotent-replayed" not in c.headers,
+           f"after the week: {c.brief()}")
+    expect(c.json()["id"] != a.json()["id"], "the second charge has the first's id")
+    expect(svc.stats() == {"charges": 2, "declines": 0, "refunds": 0},
+           f"stats {svc.stats()}: the second charge is not counted")
+
+
 TESTS = [
     ("a charge, and its retry answered with the original", t_charge_replay),
     ("same key, another body -> 422; refunds keyed apart", t_key_reused),
@@ -313,6 +333,8 @@ TESTS = [
     ("timeout mode: charged, answered late; the retry gets the charge", t_timeout),
     ("invalid requests refused, nothing recorded", t_refused_input),
     ("invalid configuration stops the service", t_bad_config),
+    ("a charge under a key past its week is a second charge, counted",
+     t_charge_after_expiry),
 ]
 
 
