@@ -1,29 +1,65 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The failover suite: the database primary killed under load.
+"""The failover suite: the database primary killed, paused, cut off and
+slowed under load.
 
-    python3 tests/failover/run.py --build BUILD_DIR [--kills N] [--keep]
+    python3 tests/failover/run.py --build BUILD_DIR [--kills N]
+        [--cases LIST] [--keep]
 
 etcd and three Patroni nodes (tests/lib/patroni.py: synchronous_mode,
 synchronous_mode_strict, synchronous_node_count 1), the provider service
 and two app hosts (lighttpd + spawn-fcgi workers) whose store is every
-node in one libpq URI with target_session_attrs=read-write.  Clients pay
-fresh keys through both hosts and retry each key, on alternate hosts,
-until its 201, while:
+node in one libpq URI with target_session_attrs=read-write; the second
+host reaches each node through a TCP proxy of its own
+(tests/lib/faults.py).  Clients pay fresh keys through both hosts and
+retry each key, on alternate hosts, until its 201, and a reader a host
+reads acknowledged payments back (GET of the 201's Location), while the
+cases run, in the order --cases gives (by default all, in this order):
 
-  - the primary's node is SIGKILLed (Patroni, the postmaster and its
-    backends, by pid) --kills times: Patroni promotes the synchronous
-    standby; the killed node is started again and rejoins as a standby
-    (pg_rewind), in recovery, not the leader;
-  - the synchronous standby's node is SIGKILLed: Patroni names the
-    other standby, the leader stays, payments keep flowing.
+  kill         the primary's node is SIGKILLed (Patroni, the postmaster
+               and its backends, by pid) --kills times: Patroni promotes
+               the synchronous standby; the killed node is started again
+               and rejoins as a standby (pg_rewind), in recovery, not
+               the leader;
+  standby      the synchronous standby's node is SIGKILLed: Patroni
+               names the other standby, the leader stays, payments keep
+               flowing;
+  pause-pg     the leader's PostgreSQL (the postmaster and its children,
+               by pid; Patroni left running) is stopped with SIGSTOP
+               until the synchronous standby is promoted past the ttl and
+               pays, then continued: it must come back as a standby, the
+               new leader staying;
+  pause-node   the same with the leader's whole node (Patroni too);
+  stall-new-leader
+               the leader's PostgreSQL paused until the synchronous
+               standby is promoted, then the new leader's Patroni stopped
+               and the old primary continued, both so past the ttl, then
+               the new leader's Patroni continued;
+  partition    the second host cut off from the primary by its proxy,
+               which stops forwarding both ways with every socket kept
+               open, as a black-holing middlebox does: first at the
+               moment the server leaves one of that host's sessions in
+               a transaction block, else mid-claim, until the primary
+               shows a session of the proxy's idle in transaction (a
+               bounded number of tries; the case says when none was
+               caught); payments through the first host, on the same
+               account, must not stop for more than PARTITION_RESUME_S;
+  walreceiver  the synchronous standby's WAL receiver stopped (its pid
+               from pg_stat_wal_receiver): payments must resume within
+               WALRECEIVER_RESUME_S, the leader staying; then continued.
 
-Then: every answer before a key's 201 was 503 or 409 with Retry-After;
-every acknowledged payment replays byte for byte on the other host
-(a 201 later lost would come back fresh, without Idempotent-Replayed);
-the provider's charges, the store's payments and the keys are equal;
-nothing is left in progress.  The longest time without a 201 around each
-kill and the number of 503s are printed as "failover: summary ...".
+Every case: every answer before a key's 201 is 503 or 409 with
+Retry-After; every request is answered within ANSWER_S; after the case
+(the cluster healthy again, every other node a standby on the leader's
+timeline) each key acknowledged since the case before replays byte for
+byte on the other host (a payment lost comes back fresh, without
+Idempotent-Replayed: it is counted lost); no read of an acknowledged
+payment is answered 404 at any time (503 with Retry-After may be).  At
+the end: every key replays again, the provider's charges, the store's
+payments and the keys are equal, nothing is left in progress.  A table
+gives each case's seconds without a payment, 503s, lost payments, reads
+answered 404 and requests not answered; the kills' outages and the
+others' are printed as "failover: summary ...".
 
 Output: "ok - ..." / "FAIL - ...: why" lines and "failover: N passed, N
 failed".  Needs patroni and etcd-server (Debian), and a build with
@@ -67,7 +103,7 @@ PARTITION_RESUME_S = 15
 WALRECEIVER_RESUME_S = 20
 # How long the partition case waits for a transaction to be caught open
 # before it stops forwarding at an arbitrary moment instead.
-CATCH_S = 20
+CATCH_S = 10
 CASES = ("kill", "standby", "pause-pg", "pause-node", "stall-new-leader",
          "partition", "walreceiver")
 
@@ -590,6 +626,19 @@ def idle_in_transaction(db, node, ports):
     return [tuple(r) for r in rows if len(r) == 4]
 
 
+def lock_holders(db, node, ports):
+    """The sessions on node from the given client ports that hold an
+    advisory lock, in any state: (pid, state)."""
+    if not ports:
+        return []
+    rows = db.node_query(node, (
+        "SELECT a.pid, a.state FROM pg_stat_activity a WHERE EXISTS "
+        "(SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND "
+        "l.locktype = 'advisory' AND l.granted) AND a.client_port IN ("
+        + ",".join(str(p) for p in sorted(ports)) + ")"))
+    return [tuple(r) for r in rows if len(r) == 2]
+
+
 def session_alive(db, node, pid):
     try:
         return db.node_query(node, "SELECT state FROM pg_stat_activity "
@@ -598,7 +647,7 @@ def session_alive(db, node, pid):
         return []
 
 
-def partition(st, load, c, attempts=4):
+def partition(st, load, c, attempts=3):
     """The second host cut off from the primary by its proxy (both
     directions, sockets kept open) while it pays: first at the moment
     the server leaves one of that host's sessions in a transaction block
@@ -640,10 +689,14 @@ def partition(st, load, c, attempts=4):
             while not found and time.monotonic() < t + 3:
                 found = idle_in_transaction(db, node, x.upstream_ports())
                 time.sleep(0.2)
+            held = lock_holders(db, node, x.upstream_ports())
             c.note(f"attempt {attempt}: {st.hosts[1].name} cut off from "
                    f"{leader} ({how}); sessions idle in transaction: "
                    + (", ".join(f"pid {r[0]} ({r[2]} advisory locks)"
-                                for r in found) or "none"))
+                                for r in found) or "none")
+                   + "; holding advisory locks: "
+                   + (", ".join(f"pid {r[0]} ({r[1]})" for r in held)
+                      or "none"))
             if found or attempt == attempts:
                 break
             x.resume()
@@ -960,7 +1013,7 @@ def main():
             return f"{c.gap:.1f}" if c.gap is not None else "-"
         print(f"{args.suite}: summary {len(kills)} primary kills, seconds "
               f"without a payment " + " ".join(g(c) for c in kills)
-              + " (" + ", ".join(f"{c.name}: {g(c)}" for c in others)
+              + " (" + ", ".join(f"{c.short} {g(c)}" for c in others)
               + f"), {load.transient[503]} x 503, {load.transient[409]} x 409, "
               f"{n} payments, {sum(len(c.lost) for c in cases)} lost, "
               f"{sum(c.reads['404'] for c in cases)} reads 404", flush=True)
