@@ -843,7 +843,8 @@ def report_case(c):
         RESULTS.fail(c.name, "\n".join(why))
     else:
         caught = "" if c.caught is None else \
-            f", {c.caught or 'no'} session(s) caught idle in transaction"
+            f", {c.caught} caught idle in transaction" if c.caught else \
+            ", no session caught idle in transaction"
         RESULTS.ok(f"{c.name}: {c.keys} payments acknowledged, none lost, "
                    f"no acknowledged payment read as 404{caught}")
 
