@@ -23,7 +23,9 @@ import json
 import os
 import re
 import secrets
+import select
 import signal
+import socket
 import sys
 import threading
 import time
@@ -521,6 +523,152 @@ def test_restart(inst, t):
           lambda: expect(state["clean"], "workers still alive 5 s after SIGTERM (needed SIGKILL)"))
 
 
+# What the sites in etc/ let one client hold (nginx limit_conn, lighttpd
+# evasive.max-conns-per-ip); the live suite's own bursts (50 duplicates at
+# once) stay below it.
+PER_CLIENT_CONNECTIONS = 64
+
+
+def slow_client(port, n, interval, hold):
+    """One client on 127.0.0.1 opens n connections to port, each with a
+    partial request line, and sends one more byte on each every interval
+    seconds for hold seconds, then closes them all.  Runs in a thread of
+    its own; returns (state, thread): state counts the connections made,
+    those the server closed or answered, and "ready" is set once every
+    connection was tried."""
+    state = {"opened": 0, "refused": 0, "cut": 0, "first_cut": None,
+             "ready": threading.Event(), "stop": threading.Event()}
+
+    def run():
+        socks, started = [], time.monotonic()
+        try:
+            # Non-blocking connects: a server that stopped accepting leaves
+            # them in its listen queue, and past that the kernel drops the
+            # SYNs, which must not stall the client.
+            pending = {}
+            for _ in range(n):
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s.setblocking(False)
+                s.connect_ex((HOST, port))
+                pending[s.fileno()] = s
+            poll = select.poll()
+            for fd in pending:
+                poll.register(fd, select.POLLOUT)
+            end = time.monotonic() + min(5.0, hold)
+            while pending and time.monotonic() < end:
+                for fd, ev in poll.poll(100):
+                    s = pending.pop(fd)
+                    poll.unregister(fd)
+                    if ev & (select.POLLERR | select.POLLHUP) or \
+                            s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+                        state["refused"] += 1
+                        s.close()
+                        continue
+                    try:
+                        s.send(b"GET /")
+                    except OSError:
+                        state["refused"] += 1
+                        s.close()
+                        continue
+                    socks.append(s)
+            for s in pending.values():
+                state["refused"] += 1
+                s.close()
+            state["opened"] = len(socks)
+            state["ready"].set()
+            end = started + hold
+            while socks and time.monotonic() < end and \
+                    not state["stop"].wait(interval):
+                # Readable means the server answered (408, 403) or
+                # closed: either way it let the connection go.
+                poll = select.poll()
+                for s in socks:
+                    poll.register(s.fileno(), select.POLLIN)
+                readable = {fd for fd, _ in poll.poll(0)}
+                kept = []
+                for s in socks:
+                    gone = s.fileno() in readable
+                    try:
+                        if not gone:
+                            s.send(b"a")
+                    except OSError:
+                        gone = True
+                    if gone:
+                        state["cut"] += 1
+                        if state["first_cut"] is None:
+                            state["first_cut"] = time.monotonic() - started
+                        s.close()
+                    else:
+                        kept.append(s)
+                socks = kept
+        finally:
+            state["ready"].set()
+            for s in socks:
+                s.close()
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    return state, th
+
+
+def test_slow_clients(inst, t, n=1100, interval=2.0, hold=14.0):
+    """One client holding n connections (more than the 1024 the shipped
+    configurations took at once, and than PER_CLIENT_CONNECTIONS), each a
+    request line that grows by a byte every interval seconds: a normal
+    client is still served within a second, GET /healthz and POST
+    /payments, all through the hold (etc/README.md, "Slow clients")."""
+    def run():
+        port, sec = inst.port, inst.secrets["acct_alpha"]
+        state, th = slow_client(port, n, interval, hold)
+        slow = []
+        try:
+            expect(state["ready"].wait(DEADLINE.timeout(15)),
+                   "the slow client did not get going")
+            end = time.monotonic() + hold - 2.0
+            probes = 0
+            while time.monotonic() < end:
+                for method, path, body, hdrs in (
+                        ("GET", "/healthz", None, None),
+                        ("POST", "/payments", BODY,
+                         pay_headers(sec, new_key("slowloris")))):
+                    t0 = time.monotonic()
+                    try:
+                        conn = http.client.HTTPConnection(
+                            HOST, port, timeout=DEADLINE.timeout(5))
+                        r = http_request(port, method, path, body, hdrs,
+                                         conn=conn)
+                        what = r.status
+                    except (OSError, http.client.HTTPException) as e:
+                        what = type(e).__name__
+                    took = time.monotonic() - t0
+                    probes += 1
+                    if what not in (200, 201) or took > 1.0:
+                        slow.append(f"{method} {path} at "
+                                    f"{t0 - (end - hold + 2.0):.1f} s: "
+                                    f"{what} in {took:.2f} s")
+                time.sleep(0.5)
+        finally:
+            state["stop"].set()
+            th.join(DEADLINE.timeout(30))
+        first = state["first_cut"]
+        note(f"{inst.name}: slow client: {state['opened']} connections open, "
+             f"{state['refused']} not accepted, {state['cut']} let go by the "
+             f"server (first at {first if first is None else round(first, 1)}"
+             f" s); {probes} probes, {len(slow)} slow: {slow[:4]}")
+        expect(state["opened"] + state["refused"] == n, f"{state}")
+        # nginx and Apache give a whole request head a deadline
+        # (client_header_timeout, RequestReadTimeout): every trickled head
+        # is let go well within the hold.  lighttpd bounds only the pause
+        # between two reads, which a byte every interval never reaches.
+        if isinstance(inst, (Apache, Nginx)):
+            expect(state["cut"] == state["opened"],
+                   f"{state['opened'] - state['cut']} trickled heads still "
+                   f"held after {hold:.0f} s")
+        expect(not slow, f"{len(slow)} of {probes} requests not served "
+               f"within 1 s: {slow[:6]}")
+    t(f"one client holding {n} trickling connections: others served "
+      "within 1 s", run)
+
+
 def test_workers_down(inst, t):
     """With no worker listening on the socket, the web server's own error
     for an API path is a problem too (etc/nginx: service-unavailable, with
@@ -714,6 +862,7 @@ def run_server(name, build, args):
             return
         RESULTS.ok(name, f"start ({inst.workers} workers, port {inst.port})")
         test_contract(inst, t)
+        test_slow_clients(inst, t)
         # distinct keys first: under mod_fcgid it also brings the pool up from
         # one process, so that the duplicates really meet in different workers
         test_distinct(inst, t)
@@ -865,7 +1014,7 @@ def main():
                     "HTTP (default) or the in-process ledger")
     ap.add_argument("--provider-timeout-ms", type=int, default=5000,
                     help="IDEM_PROVIDER_TIMEOUT_MS for the workers")
-    ap.add_argument("--deadline", type=float, default=240, help="whole run, seconds")
+    ap.add_argument("--deadline", type=float, default=320, help="whole run, seconds")
     ap.add_argument("--keep", action="store_true", help="keep the temp directories")
     args = ap.parse_args()
     args.provider_service = args.provider == "service"
