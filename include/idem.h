@@ -66,7 +66,7 @@ extern "C" {
  * idem_version_number() >= IDEM_VERSION_NUMBER.
  */
 #define IDEM_VERSION_MAJOR 0
-#define IDEM_VERSION_MINOR 5
+#define IDEM_VERSION_MINOR 6
 #define IDEM_VERSION_PATCH 0
 #define IDEM_VERSION_NUMBER (IDEM_VERSION_MAJOR * 10000 + \
 	IDEM_VERSION_MINOR * 100 + IDEM_VERSION_PATCH)
@@ -597,6 +597,20 @@ typedef int (*idem_row_fn)(void *ctx, const void *key, size_t keylen,
     const void *val, size_t vallen);
 int idem_row_scan(struct idem *idem, const char *table, const void *prefix,
     size_t prefixlen, int reverse, size_t limit, idem_row_fn fn, void *ctx);
+
+/*
+ * idem_row_scan from a place (since 0.6.0): the first row visited is
+ * the first whose key is at or past from (fromlen bytes) in the scan's
+ * order, at or after it, or at or before it when reverse is set, among
+ * the rows whose key starts with prefix; fromlen 0 is idem_row_scan.
+ * The rows before the place are not read: a page deep in a long list
+ * costs what its own rows cost.  Keys compare as bytes, a key that is
+ * a prefix of another first.  The same errors as idem_row_scan, and
+ * IDEM_EINVAL for a NULL from with fromlen > 0.
+ */
+int idem_row_scan_from(struct idem *idem, const char *table,
+    const void *prefix, size_t prefixlen, const void *from, size_t fromlen,
+    int reverse, size_t limit, idem_row_fn fn, void *ctx);
 
 /* The number of rows in table.  IDEM_EINVAL (no such table), IDEM_EIO. */
 int idem_row_count(struct idem *idem, const char *table, size_t *n);

@@ -1025,19 +1025,28 @@ idem_scan_one(void *ctx, const void *key, size_t keylen, const void *val,
 }
 
 int
-idem_row_scan(struct idem *idem, const char *table, const void *prefix,
-    size_t prefixlen, int reverse, size_t limit, idem_row_fn fn, void *ctx)
+idem_row_scan_from(struct idem *idem, const char *table, const void *prefix,
+    size_t prefixlen, const void *from, size_t fromlen, int reverse,
+    size_t limit, idem_row_fn fn, void *ctx)
 {
 	struct idem_scan sc = { idem, table, fn, ctx, BUF_INIT, IDEM_OK };
 	int rc;
 
 	if (idem->seal == NULL)
-		return store_scan(idem->store, table, prefix, prefixlen,
-		    reverse, limit, fn, ctx);
-	rc = store_scan(idem->store, table, prefix, prefixlen, reverse, limit,
-	    idem_scan_one, &sc);
+		return store_scan_from(idem->store, table, prefix, prefixlen,
+		    from, fromlen, reverse, limit, fn, ctx);
+	rc = store_scan_from(idem->store, table, prefix, prefixlen, from,
+	    fromlen, reverse, limit, idem_scan_one, &sc);
 	buf_free(&sc.plain);
 	return sc.rc != IDEM_OK ? sc.rc : rc;
+}
+
+int
+idem_row_scan(struct idem *idem, const char *table, const void *prefix,
+    size_t prefixlen, int reverse, size_t limit, idem_row_fn fn, void *ctx)
+{
+	return idem_row_scan_from(idem, table, prefix, prefixlen, NULL, 0,
+	    reverse, limit, fn, ctx);
 }
 
 int

@@ -212,8 +212,21 @@ store_scan(struct store *s, const char *table, const void *prefix,
 {
 	if (store_read_fails("store_scan", table))
 		return IDEM_EIO;
-	return s->ops->scan(s, table, prefix, prefixlen, reverse, limit, fn,
-	    ctx);
+	return s->ops->scan(s, table, prefix, prefixlen, NULL, 0, reverse,
+	    limit, fn, ctx);
+}
+
+int
+store_scan_from(struct store *s, const char *table, const void *prefix,
+    size_t prefixlen, const void *from, size_t fromlen, int reverse,
+    size_t limit, store_scan_fn fn, void *ctx)
+{
+	if (store_read_fails("store_scan", table))
+		return IDEM_EIO;
+	if (fromlen > 0 && from == NULL)
+		return IDEM_EINVAL;
+	return s->ops->scan(s, table, prefix, prefixlen, from, fromlen,
+	    reverse, limit, fn, ctx);
 }
 
 int

@@ -301,6 +301,16 @@ typedef int (*store_scan_fn)(void *ctx, const void *key, size_t keylen,
     const void *val, size_t vallen);
 int store_scan(struct store *s, const char *table, const void *prefix,
     size_t prefixlen, int reverse, size_t limit, store_scan_fn fn, void *ctx);
+/*
+ * store_scan from a place: the first row visited is the first whose key
+ * is at or past from in the scan's order (at or after it; at or before
+ * it when reverse is set), among those that start with prefix; fromlen
+ * 0 starts at the prefix's first (last) row as store_scan does.  A seek,
+ * not a walk: the rows before from cost nothing.
+ */
+int store_scan_from(struct store *s, const char *table, const void *prefix,
+    size_t prefixlen, const void *from, size_t fromlen, int reverse,
+    size_t limit, store_scan_fn fn, void *ctx);
 
 /*
  * Calls fn for each idempotency record (scope, key, record), in key
@@ -377,8 +387,8 @@ struct store_ops {
 	    const void *key, size_t keylen, const void *val, size_t vallen,
 	    struct buf *existing);
 	int (*scan)(struct store *s, const char *table, const void *prefix,
-	    size_t prefixlen, int reverse, size_t limit, store_scan_fn fn,
-	    void *ctx);
+	    size_t prefixlen, const void *from, size_t fromlen, int reverse,
+	    size_t limit, store_scan_fn fn, void *ctx);
 	int (*each)(struct store *s, store_each_fn fn, void *ctx);
 	int (*each_pending)(struct store *s, store_each_fn fn, void *ctx);
 	int (*count)(struct store *s, const char *table, size_t *n);

@@ -329,8 +329,8 @@ int lstore_insert_once(struct store *base, const char *table,
     const void *key, size_t keylen, const void *val, size_t vallen,
     struct buf *existing);
 int lstore_scan(struct store *base, const char *table, const void *prefix,
-    size_t prefixlen, int reverse, size_t limit, store_scan_fn fn,
-    void *ctx);
+    size_t prefixlen, const void *from, size_t fromlen, int reverse,
+    size_t limit, store_scan_fn fn, void *ctx);
 int lstore_each(struct store *base, store_each_fn fn, void *ctx);
 int lstore_each_pending(struct store *base, store_each_fn fn, void *ctx);
 int lstore_count(struct store *base, const char *table, size_t *n);

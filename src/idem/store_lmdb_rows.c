@@ -156,9 +156,52 @@ lstore_scan_first(MDB_cursor *c, const void *prefix, size_t prefixlen,
 	return mdb_cursor_get(c, key, val, MDB_SET_RANGE);
 }
 
+/* LMDB's default order of keys: bytes, then the shorter first. */
+static int
+lstore_key_cmp(const void *a, size_t alen, const void *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	if (c != 0)
+		return c;
+	return alen < blen ? -1 : alen > blen;
+}
+
+/*
+ * Places c on the first key at or past from in the scan's order: the
+ * first at or after it, or, reverse, the last at or before it.  A key
+ * before the prefix's rows (forward) or past them (reverse) starts at
+ * the prefix's first or last row instead.
+ */
+static int
+lstore_scan_at(MDB_cursor *c, const void *prefix, size_t prefixlen,
+    const void *from, size_t fromlen, int reverse, MDB_val *key, MDB_val *val)
+{
+	int rc;
+
+	if (!reverse) {
+		if (lstore_key_cmp(from, fromlen, prefix, prefixlen) < 0)
+			return lstore_scan_first(c, prefix, prefixlen, key, val);
+		key->mv_size = fromlen;
+		key->mv_data = (void *)from;
+		return mdb_cursor_get(c, key, val, MDB_SET_RANGE);
+	}
+	key->mv_size = fromlen;
+	key->mv_data = (void *)from;
+	rc = mdb_cursor_get(c, key, val, MDB_SET_RANGE);
+	if (rc == MDB_NOTFOUND)
+		return mdb_cursor_get(c, key, val, MDB_LAST);
+	if (rc != 0)
+		return rc;
+	if (lstore_key_cmp(key->mv_data, key->mv_size, from, fromlen) == 0)
+		return 0;
+	return mdb_cursor_get(c, key, val, MDB_PREV);
+}
+
 int
 lstore_scan(struct store *base, const char *table, const void *prefix,
-    size_t prefixlen, int reverse, size_t limit, store_scan_fn fn, void *ctx)
+    size_t prefixlen, const void *from, size_t fromlen, int reverse,
+    size_t limit, store_scan_fn fn, void *ctx)
 {
 	struct lstore *s = lstore_of(base);
 	MDB_dbi dbi;
@@ -166,7 +209,7 @@ lstore_scan(struct store *base, const char *table, const void *prefix,
 	MDB_cursor *c;
 	MDB_val key, val;
 	size_t n = 0;
-	int rc;
+	int rc, past = 0;
 
 	if (lstore_table(s, table, &dbi) != IDEM_OK || fn == NULL ||
 	    (prefixlen > 0 && prefix == NULL))
@@ -174,14 +217,31 @@ lstore_scan(struct store *base, const char *table, const void *prefix,
 	/* No stored key is longer than LMDB's limit, so none can match. */
 	if (prefixlen > s->e->maxkey)
 		return IDEM_OK;
+	/*
+	 * A place longer than any key sorts right after its first maxkey
+	 * bytes: every key at or before it is at or before those bytes, and
+	 * every key after it after them (skip, below, when forward).
+	 */
+	if (fromlen > s->e->maxkey) {
+		fromlen = s->e->maxkey;
+		past = !reverse;
+	}
 	if ((rc = lstore_txn_begin(s, 0, &txn)) != IDEM_OK)
 		return rc;
 	if ((rc = lstore_err(mdb_cursor_open(txn, dbi, &c))) !=
 	    IDEM_OK)
 		goto fail_txn;
-	rc = lstore_err(reverse ?
-	    lstore_scan_last(c, prefix, prefixlen, &key, &val) :
-	    lstore_scan_first(c, prefix, prefixlen, &key, &val));
+	if (fromlen > 0) {
+		rc = lstore_err(lstore_scan_at(c, prefix, prefixlen, from,
+		    fromlen, reverse, &key, &val));
+		if (rc == IDEM_OK && past && lstore_key_cmp(key.mv_data,
+		    key.mv_size, from, fromlen) == 0)
+			rc = lstore_err(mdb_cursor_get(c, &key, &val,
+			    MDB_NEXT));
+	} else
+		rc = lstore_err(reverse ?
+		    lstore_scan_last(c, prefix, prefixlen, &key, &val) :
+		    lstore_scan_first(c, prefix, prefixlen, &key, &val));
 	while (rc == IDEM_OK && lstore_has_prefix(&key, prefix, prefixlen) &&
 	    (limit == 0 || n < limit)) {
 		n++;

@@ -484,8 +484,8 @@ int pg_get(struct store *base, const char *table, const void *key,
 int pg_insert_once(struct store *base, const char *table, const void *key,
     size_t keylen, const void *val, size_t vallen, struct buf *existing);
 int pg_scan(struct store *base, const char *table, const void *prefix,
-    size_t prefixlen, int reverse, size_t limit, store_scan_fn fn,
-    void *ctx);
+    size_t prefixlen, const void *from, size_t fromlen, int reverse,
+    size_t limit, store_scan_fn fn, void *ctx);
 int pg_each(struct store *base, store_each_fn fn, void *ctx);
 int pg_each_pending(struct store *base, store_each_fn fn, void *ctx);
 int pg_count(struct store *base, const char *table, size_t *n);

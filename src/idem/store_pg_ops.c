@@ -1732,9 +1732,27 @@ pg_scan_row(void *ctx, const PGresult *res, int i, int *stop)
 	return IDEM_OK;
 }
 
+/*
+ * The scans' statements, by direction and whether they start from a
+ * place ($5): each a range on the primary key (tbl, k), which bytea
+ * orders as LMDB orders keys (bytes, then the shorter first).
+ */
+static const char *const pg_scan_sql[2][2] = {
+	{ "SELECT k, v FROM idem_rows WHERE tbl = $1 AND k >= $2 AND "
+	    "($3::bytea IS NULL OR k < $3) ORDER BY k LIMIT $4",
+	  "SELECT k, v FROM idem_rows WHERE tbl = $1 AND k >= $2 AND "
+	    "($3::bytea IS NULL OR k < $3) AND k >= $5 ORDER BY k LIMIT $4" },
+	{ "SELECT k, v FROM idem_rows WHERE tbl = $1 AND k >= $2 AND "
+	    "($3::bytea IS NULL OR k < $3) ORDER BY k DESC LIMIT $4",
+	  "SELECT k, v FROM idem_rows WHERE tbl = $1 AND k >= $2 AND "
+	    "($3::bytea IS NULL OR k < $3) AND k <= $5 ORDER BY k DESC "
+	    "LIMIT $4" },
+};
+
 int
 pg_scan(struct store *base, const char *table, const void *prefix,
-    size_t prefixlen, int reverse, size_t limit, store_scan_fn fn, void *ctx)
+    size_t prefixlen, const void *from, size_t fromlen, int reverse,
+    size_t limit, store_scan_fn fn, void *ctx)
 {
 	struct pgstore *s = pgstore_of(base);
 	struct pg_scan_walk w = { fn, ctx };
@@ -1764,11 +1782,9 @@ pg_scan(struct store *base, const char *table, const void *prefix,
 	else
 		pg_arg_null(&a);
 	pg_arg_u64(&a, limit > 0 ? limit : INT64_MAX);
-	return pg_cursor(s, reverse ?
-	    "SELECT k, v FROM idem_rows WHERE tbl = $1 AND k >= $2 AND "
-	    "($3::bytea IS NULL OR k < $3) ORDER BY k DESC LIMIT $4" :
-	    "SELECT k, v FROM idem_rows WHERE tbl = $1 AND k >= $2 AND "
-	    "($3::bytea IS NULL OR k < $3) ORDER BY k LIMIT $4", &a,
+	if (fromlen > 0)
+		pg_arg_bytes(&a, from, fromlen);
+	return pg_cursor(s, pg_scan_sql[reverse != 0][fromlen > 0], &a,
 	    pg_scan_row, &w);
 }
 

@@ -101,12 +101,56 @@ struct pay_list_ctx {
 };
 
 static int
-pay_list_scan(void *ctx, idem_row_fn fn, void *fn_ctx)
+pay_list_scan(void *ctx, const void *from, size_t fromlen, int reverse,
+    idem_row_fn fn, void *fn_ctx)
 {
 	const struct pay_list_ctx *l = ctx;
 
-	return idem_row_scan(l->env->idem, PAY_TABLE_BY_ACCOUNT, l->scope,
-	    strlen(l->scope) + 1, 1, 0, fn, fn_ctx);
+	return idem_row_scan_from(l->env->idem, PAY_TABLE_BY_ACCOUNT, l->scope,
+	    strlen(l->scope) + 1, from, fromlen, reverse, 0, fn, fn_ctx);
+}
+
+/*
+ * Where payment id's entry sorts in the account's index: the scope,
+ * its NUL and the payment's time (post.c writes the entry so), read
+ * from the payment's row; IDEM_ENOTFOUND for an id that is no payment
+ * of the account (another account's, or none).  A row whose time
+ * cannot be read leaves key empty: the page walks.
+ */
+static int
+pay_list_place(void *ctx, const char *id, struct buf *key)
+{
+	struct pay_list_ctx *l = ctx;
+	const uint8_t *s, *b;
+	struct json_value *doc = NULL;
+	const struct json_value *at;
+	struct pay_found f;
+	size_t rowlen, slen, blen, tlen;
+	const char *t;
+	uint64_t ms;
+	int rc;
+
+	buf_reset(key);
+	if (!pay_id_valid(id))
+		return IDEM_ENOTFOUND;
+	memset(&f, 0, sizeof(f));
+	rowkey(id, PAY_ID_LEN, f.name);
+	if ((rc = rowkey_get_named(l->env->idem, PAY_TABLE_PAYMENTS, f.name,
+	    id, PAY_ID_LEN, &f.row, &rowlen)) != IDEM_OK)
+		return rc;
+	rc = pay_row_decode(f.row, rowlen, &s, &slen, &b, &blen);
+	if (rc == IDEM_OK && (slen != strlen(l->scope) ||
+	    memcmp(s, l->scope, slen) != 0))
+		rc = IDEM_ENOTFOUND;
+	if (rc == IDEM_OK && json_parse((const char *)b, blen, &doc, NULL,
+	    0) == JSON_OK && (at = json_get(doc, "created_at")) != NULL &&
+	    (t = json_text(at, &tlen)) != NULL &&
+	    pay_time_parse(t, tlen, &ms) == 0 &&
+	    (rc = buf_append(key, l->scope, slen + 1)) == IDEM_OK)
+		rc = buf_put_u64(key, ms);
+	json_free(doc);
+	pay_found_free(&f);
+	return rc;
 }
 
 /* A listed payment as GET shows it. */
@@ -140,7 +184,7 @@ pay_list(const struct pay_call *c)
 {
 	struct pay_list_ctx l = { c->env, c->scope, BUF_INIT };
 	struct list_index ix = { "payments", PAY_ID_LEN, 0, pay_list_scan,
-	    pay_list_item, &l };
+	    pay_list_item, &l, pay_list_place };
 	struct list_query q;
 
 	if (list_query_parse(c->req->query, &q, c->resp) != 0)

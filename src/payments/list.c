@@ -27,7 +27,19 @@ struct list_page {
 	size_t seen;            /* ending_before: entries before the cursor */
 	int found;              /* the cursor's entry was met */
 	int rc;                 /* IDEM_ECORRUPT: an entry that names no id */
+	/*
+	 * A seek's place (list_index.place): until the cursor is found,
+	 * every entry starts with it, and the first that does not means
+	 * the index has no entry for the cursor.  NULL: a walk.
+	 */
+	const struct buf *place;
 };
+
+/*
+ * How many 0xff bytes after a place sort past every entry that starts
+ * with it: more than any entry's tail (an id, or a row's name).
+ */
+#define LIST_PLACE_TAIL 64
 
 /* The id an index entry names, or NULL when it names none. */
 static const char *
@@ -68,6 +80,18 @@ list_collect(void *ctx, const void *key, size_t keylen, const void *val,
 	cursor = p->q->from != LIST_FROM_NEWEST &&
 	    strlen(p->q->cursor) == p->ix->idlen &&
 	    memcmp(id, p->q->cursor, p->ix->idlen) == 0;
+	/* A seek: skip to the cursor among its millisecond's entries. */
+	if (p->place != NULL && !p->found) {
+		if (keylen < p->place->len ||
+		    memcmp(key, p->place->data, p->place->len) != 0)
+			return 1;
+		p->found = cursor;
+		return 0;
+	}
+	if (p->place != NULL) {
+		list_keep(p, p->n, id);
+		return ++p->n == p->max;
+	}
 	switch (p->q->from) {
 	case LIST_AFTER:
 		if (!p->found) {
@@ -112,6 +136,56 @@ list_page_order(struct list_page *p)
 		    sizeof(*out));
 	memcpy(out[p->q->limit], p->ids[first], sizeof(*out));
 	memcpy(p->ids, out, p->max * sizeof(*out));
+}
+
+/*
+ * An ending_before page read by a seek, oldest first: its limit ids
+ * newest first, then the one more that makes has_more, when there was
+ * one.
+ */
+static void
+list_page_reverse(struct list_page *p)
+{
+	char tmp[LIST_ID_MAX + 1];
+	size_t i, n = p->n < p->q->limit ? p->n : p->q->limit;
+
+	for (i = 0; i < n / 2; i++) {
+		memcpy(tmp, p->ids[i], sizeof(tmp));
+		memcpy(p->ids[i], p->ids[n - 1 - i], sizeof(tmp));
+		memcpy(p->ids[n - 1 - i], tmp, sizeof(tmp));
+	}
+}
+
+/*
+ * Reads the page: from the newest entry, or, with a cursor on a list
+ * whose index places its items, from the cursor's place (p->place is
+ * then set): back from past its millisecond's last entry for
+ * starting_after, on from its first for ending_before.  IDEM_ENOTFOUND
+ * when the cursor is no item of the list.
+ */
+static int
+list_read(const struct list_index *ix, struct list_page *p,
+    struct buf *place)
+{
+	int rc;
+
+	if (p->q->from == LIST_FROM_NEWEST || ix->place == NULL)
+		return ix->scan(ix->ctx, NULL, 0, 1, list_collect, p);
+	if ((rc = ix->place(ix->ctx, p->q->cursor, place)) != IDEM_OK)
+		return rc;
+	if (place->len == 0)
+		return ix->scan(ix->ctx, NULL, 0, 1, list_collect, p);
+	p->place = place;
+	if (p->q->from == LIST_BEFORE)
+		return ix->scan(ix->ctx, place->data, place->len, 0,
+		    list_collect, p);
+	/* The place and its tail of 0xff: past every entry of it. */
+	if ((rc = buf_reserve(place, LIST_PLACE_TAIL)) != IDEM_OK)
+		return rc;
+	memset(place->data + place->len, 0xff, LIST_PLACE_TAIL);
+	rc = ix->scan(ix->ctx, place->data, place->len + LIST_PLACE_TAIL, 1,
+	    list_collect, p);
+	return rc;
 }
 
 /* Whether name (len bytes) is the parameter want. */
@@ -277,6 +351,7 @@ list_answer(const struct list_index *ix, const struct list_query *q,
 {
 	struct list_page p;
 	struct json_writer w;
+	struct buf place = BUF_INIT;
 	int rc;
 
 	memset(&p, 0, sizeof(p));
@@ -289,10 +364,12 @@ list_answer(const struct list_index *ix, const struct list_query *q,
 		problem_build(resp, PROBLEM_INTERNAL, "Out of memory.");
 		return;
 	}
-	rc = ix->scan(ix->ctx, list_collect, &p);
+	rc = list_read(ix, &p, &place);
 	if (rc == IDEM_OK)
 		rc = p.rc;
-	if (rc != IDEM_OK) {
+	if (rc == IDEM_ENOTFOUND)
+		p.found = 0;
+	else if (rc != IDEM_OK) {
 		pay_read_error(resp, rc);
 		goto out;
 	}
@@ -302,7 +379,9 @@ list_answer(const struct list_index *ix, const struct list_query *q,
 		    "ending_before", ix->what);
 		goto out;
 	}
-	if (q->from == LIST_BEFORE)
+	if (q->from == LIST_BEFORE && p.place != NULL)
+		list_page_reverse(&p);
+	else if (q->from == LIST_BEFORE)
 		list_page_order(&p);
 	resp_reset(resp);
 	resp->status = 200;
@@ -317,5 +396,6 @@ list_answer(const struct list_index *ix, const struct list_query *q,
 	if (rc != IDEM_OK)
 		problem_build(resp, PROBLEM_INTERNAL, "%s.", idem_strerror(rc));
 out:
+	buf_free(&place);
 	free(p.ids);
 }

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 
+#include "buf.h"
 #include "idem.h"
 #include "json.h"
 #include "response.h"
@@ -31,10 +32,13 @@ struct list_index {
 	 */
 	size_t legacy_keylen;
 	/*
-	 * Walks the index newest first, calling fn for each entry until fn
-	 * returns non-zero (idem_row_scan's contract).
+	 * Walks the index newest first (reverse set) or oldest first,
+	 * calling fn for each entry until fn returns non-zero
+	 * (idem_row_scan_from's contract): from its newest entry when
+	 * fromlen is 0, else from the first entry at or past from.
 	 */
-	int (*scan)(void *ctx, idem_row_fn fn, void *fn_ctx);
+	int (*scan)(void *ctx, const void *from, size_t fromlen, int reverse,
+	    idem_row_fn fn, void *fn_ctx);
 	/*
 	 * Appends the item id names to w's array: IDEM_OK, IDEM_ENOTFOUND
 	 * when the entry's row is not there (it names nothing and is passed
@@ -43,6 +47,16 @@ struct list_index {
 	 */
 	int (*item)(void *ctx, const char *id, struct json_writer *w);
 	void *ctx;
+	/*
+	 * Where item id's entry sorts in the index, for a page to seek to
+	 * its cursor: the start of the entry's key that places it (its
+	 * parent and its time), which every entry of that time shares, in
+	 * key (empty: the item's time cannot be told, and the page walks
+	 * from the newest entry); IDEM_ENOTFOUND when id is no item of this
+	 * list, found by one read, or the store's error.  NULL: the list is
+	 * short, and pages walk from the newest entry.
+	 */
+	int (*place)(void *ctx, const char *id, struct buf *key);
 };
 
 /* Where a page starts: Stripe's cursors, ids of items of the list. */
@@ -82,9 +96,13 @@ int list_query_parse(const char *query, struct list_query *q,
  * follow nor repeat an item.  starting_after gives the limit items just
  * older than the cursor, has_more whether there are older ones still;
  * ending_before the limit items just newer, newest first, has_more
- * whether there are newer ones still.  The walk goes from the newest
- * entry to the cursor (idem_row_scan has no seek), so a page costs what
- * lies before it in the list.
+ * whether there are newer ones still.  With a cursor, a list whose
+ * index tells where an item's entry sorts (list_index.place) seeks
+ * there (idem_row_scan_from) and reads only the entries of the cursor's
+ * millisecond and the page: a page costs its own size wherever it lies,
+ * and a cursor that names no item of the list is refused after one
+ * read.  A list without place walks from the newest entry to the
+ * cursor.
  */
 void list_answer(const struct list_index *ix, const struct list_query *q,
     struct response *resp);

@@ -38,6 +38,57 @@ pay_time_field(char *p, unsigned v, unsigned width, char c)
 	return p;
 }
 
+/* The decimal digits s[0..n), which must all be digits. */
+static int
+pay_time_digits(const char *s, size_t n, unsigned *v)
+{
+	size_t i;
+
+	*v = 0;
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		*v = *v * 10 + (unsigned)(s[i] - '0');
+	}
+	return 0;
+}
+
+int
+pay_time_parse(const char *s, size_t len, uint64_t *ms)
+{
+	static const char shape[] = "0000-00-00T00:00:00.000Z";
+	static const size_t at[7][2] = { { 0, 4 }, { 5, 2 }, { 8, 2 },
+	    { 11, 2 }, { 14, 2 }, { 17, 2 }, { 20, 3 } };
+	unsigned v[7];
+	struct tm tm;
+	time_t t;
+	size_t i;
+	char back[64];
+
+	if (len != sizeof(shape) - 1)
+		return -1;
+	for (i = 0; i < len; i++)
+		if ((shape[i] == '0') != (s[i] >= '0' && s[i] <= '9') ||
+		    (shape[i] != '0' && s[i] != shape[i]))
+			return -1;
+	for (i = 0; i < 7; i++)
+		if (pay_time_digits(s + at[i][0], at[i][1], &v[i]) != 0)
+			return -1;
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = (int)v[0] - 1900;
+	tm.tm_mon = (int)v[1] - 1;
+	tm.tm_mday = (int)v[2];
+	tm.tm_hour = (int)v[3];
+	tm.tm_min = (int)v[4];
+	tm.tm_sec = (int)v[5];
+	if ((t = timegm(&tm)) == (time_t)-1 || t < 0)
+		return -1;
+	*ms = (uint64_t)t * 1000 + v[6];
+	/* Only what pay_time writes: no 31 February, no leap second. */
+	pay_time(*ms, back);
+	return memcmp(back, s, len) == 0 ? 0 : -1;
+}
+
 /* RFC 3339 in UTC with milliseconds: 2026-01-31T12:00:00.000Z. */
 void
 pay_time(uint64_t ms, char out[64])

@@ -61,6 +61,11 @@ void pay_etag(const void *body, size_t len, char out[PAY_ETAG_SIZE]);
 
 /* RFC 3339 UTC time with milliseconds. */
 void pay_time(uint64_t ms, char out[64]);
+/*
+ * The milliseconds of a time pay_time wrote (len bytes, exactly its
+ * form: 2026-01-31T12:00:00.000Z): 0, or -1 for anything else.
+ */
+int pay_time_parse(const char *s, size_t len, uint64_t *ms);
 
 /* A payment row: version, the owner's scope, the JSON representation. */
 int pay_row_encode(const char *scope, const struct buf *body, struct buf *out);

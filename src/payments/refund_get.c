@@ -62,12 +62,16 @@ struct refund_list_ctx {
 
 /* Newest first, under either of the payment's row names. */
 static int
-refund_list_scan(void *ctx, idem_row_fn fn, void *fn_ctx)
+refund_list_scan(void *ctx, const void *from, size_t fromlen, int reverse,
+    idem_row_fn fn, void *fn_ctx)
 {
 	const struct refund_list_ctx *l = ctx;
 
+	/* A payment's refunds are few: its pages walk, and never seek. */
+	if (fromlen > 0 || from != NULL)
+		return IDEM_EINVAL;
 	return rowkey_scan(l->env->idem, REFUND_TABLE_BY_PAYMENT, l->payment,
-	    PAY_ID_LEN, 1, 0, fn, fn_ctx);
+	    PAY_ID_LEN, reverse, 0, fn, fn_ctx);
 }
 
 /* A listed refund: its stored representation. */
@@ -97,7 +101,7 @@ refund_list(const struct pay_call *c)
 	/* A legacy entry: the payment's id, the time, the refund's id. */
 	struct list_index ix = { "refunds", REFUND_ID_LEN,
 	    PAY_ID_LEN + 8 + REFUND_ID_LEN, refund_list_scan, refund_list_item,
-	    &l };
+	    &l, NULL };
 	struct list_query q;
 	struct pay_found f;
 

@@ -203,11 +203,12 @@ w_insert_once(struct store *s, const char *table, const void *key,
 
 static int
 w_scan(struct store *s, const char *table, const void *prefix,
-    size_t prefixlen, int reverse, size_t limit, store_scan_fn fn, void *ctx)
+    size_t prefixlen, const void *from, size_t fromlen, int reverse,
+    size_t limit, store_scan_fn fn, void *ctx)
 {
 	sim_yield("store_scan");
 	return done(store_lmdb_ops.scan(inner(s), table, prefix, prefixlen,
-	    reverse, limit, fn, ctx));
+	    from, fromlen, reverse, limit, fn, ctx));
 }
 
 static int

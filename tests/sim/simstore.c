@@ -970,9 +970,10 @@ sim_insert_once(struct store *s, const char *table, const void *key,
 
 static int
 sim_scan(struct store *s, const char *table, const void *prefix,
-    size_t prefixlen, int reverse, size_t limit, store_scan_fn fn, void *ctx)
+    size_t prefixlen, const void *from, size_t fromlen, int reverse,
+    size_t limit, store_scan_fn fn, void *ctx)
 {
-	size_t i, lo, hi, seen = 0;
+	size_t i, lo, hi, at, seen = 0;
 	unsigned t;
 	int found;
 
@@ -985,6 +986,15 @@ sim_scan(struct store *s, const char *table, const void *prefix,
 	    map[hi].kl >= prefixlen &&
 	    memcmp(map[hi].k, prefix, prefixlen) == 0; hi++)
 		continue;
+	/* From a place: the rows at or past it in the scan's order. */
+	if (fromlen > 0) {
+		at = map_find(t, from, fromlen, &found);
+		if (!reverse && at > lo)
+			lo = at < hi ? at : hi;
+		else if (reverse && (found ? at + 1 : at) < hi)
+			hi = (found ? at + 1 : at) > lo ? (found ? at + 1 : at) :
+			    lo;
+	}
 	W.in_store = 1;
 	for (i = 0; i < hi - lo && (limit == 0 || seen < limit); i++, seen++) {
 		struct ent *e = &map[reverse ? hi - 1 - i : lo + i];

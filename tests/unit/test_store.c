@@ -814,6 +814,73 @@ put_rows(const char *const *keys, size_t n)
 		    strlen(keys[i]), "v", 1, NULL), IDEM_OK);
 }
 
+/* A scan from a place; the keys it visited, joined by spaces, in out. */
+static void
+scan_from(const char *prefix, const char *from, size_t fromlen, int reverse,
+    size_t limit, char *out, size_t outlen)
+{
+	struct collect c;
+	size_t i;
+
+	memset(&c, 0, sizeof(c));
+	HARNESS_EQ(store_scan_from(st, "by_account", prefix, strlen(prefix),
+	    from, fromlen, reverse, limit, collect_fn, &c), IDEM_OK);
+	out[0] = '\0';
+	for (i = 0; i < c.n && i < 32; i++)
+		snprintf(out + strlen(out), outlen - strlen(out), "%s%s",
+		    i > 0 ? " " : "", c.seen[i]);
+}
+
+/*
+ * A scan from a place seeks to it: forward from the first key at or
+ * after it, reverse from the last at or before it, within the prefix's
+ * rows either way; a place that is a key starts there, one between
+ * keys at the next in the scan's order, one before or past the
+ * prefix's rows at its first or last row.
+ */
+static void
+test_scan_from(void)
+{
+	static const char *const keys[] = {
+		"a", "b", "b1", "b2", "b3", "ba", "c", "c1"
+	};
+	char got[256], past[80];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	put_rows(keys, sizeof(keys) / sizeof(keys[0]));
+	scan_from("b", "b2", 2, 0, 0, got, sizeof(got));
+	CU_ASSERT_STRING_EQUAL(got, "b2 b3 ba");
+	scan_from("b", "b2", 2, 1, 0, got, sizeof(got));
+	CU_ASSERT_STRING_EQUAL(got, "b2 b1 b");
+	scan_from("b", "b25", 3, 0, 0, got, sizeof(got));
+	CU_ASSERT_STRING_EQUAL(got, "b3 ba");
+	scan_from("b", "b25", 3, 1, 0, got, sizeof(got));
+	CU_ASSERT_STRING_EQUAL(got, "b2 b1 b");
+	scan_from("b", "b2", 2, 1, 2, got, sizeof(got));
+	CU_ASSERT_STRING_EQUAL(got, "b2 b1");
+	/* Before the prefix's rows, and past them, in either order. */
+	scan_from("b", "a", 1, 0, 0, got, sizeof(got));
+	CU_ASSERT_STRING_EQUAL(got, "b b1 b2 b3 ba");
+	scan_from("b", "a", 1, 1, 0, got, sizeof(got));
+	CU_ASSERT_STRING_EQUAL(got, "");
+	scan_from("b", "bz", 2, 1, 0, got, sizeof(got));
+	CU_ASSERT_STRING_EQUAL(got, "ba b3 b2 b1 b");
+	scan_from("b", "bz", 2, 0, 0, got, sizeof(got));
+	CU_ASSERT_STRING_EQUAL(got, "");
+	/* A place of 0xff bytes after the prefix: past all of its rows. */
+	memset(past, 0xff, sizeof(past));
+	past[0] = 'b';
+	scan_from("b", past, sizeof(past), 1, 0, got, sizeof(got));
+	CU_ASSERT_STRING_EQUAL(got, "ba b3 b2 b1 b");
+	scan_from("", "b3", 2, 0, 0, got, sizeof(got));
+	CU_ASSERT_STRING_EQUAL(got, "b3 ba c c1");
+	scan_from("", "b3", 2, 1, 0, got, sizeof(got));
+	CU_ASSERT_STRING_EQUAL(got, "b3 b2 b1 b a");
+	/* No place: the scan's own start. */
+	scan_from("b", NULL, 0, 1, 0, got, sizeof(got));
+	CU_ASSERT_STRING_EQUAL(got, "ba b3 b2 b1 b");
+}
+
 static void
 test_scan_prefix(void)
 {
@@ -1523,6 +1590,7 @@ harness_suites(void)
 		{ "scopes isolated", test_scopes_isolated },
 		{ "insert once", test_insert_once },
 		{ "scan prefix forward and reverse", test_scan_prefix },
+		{ "scan from a place", test_scan_from },
 		{ "scan reverse with 0xff prefixes", test_scan_reverse_ff },
 		{ "each and count", test_each_and_count },
 		{ "bad arguments", test_bad_arguments },
