@@ -27,14 +27,20 @@
 /*
  * Refuses to serve with a broken configuration.  The reason goes to the
  * log; a CGI client gets a 500 problem that does not leak it, with a
- * Request-Id (the web server's, or one made up) that the log line names.
+ * Request-Id (the web server's own, as request.h reads it, or one made
+ * up; never the client's X-Request-Id) that the log line names.
  */
 static int
 fail(const char *why)
 {
 	struct response resp;
 	char made[REQ_ID_MADE + 1];
-	const char *rid = req_id(getenv("HTTP_X_REQUEST_ID"), made);
+	const char *given = getenv("REQUEST_ID");
+	const char *rid;
+
+	if (given == NULL || *given == '\0')
+		given = getenv("UNIQUE_ID");
+	rid = req_id(given, made);
 
 	resp_init(&resp);
 	resp.instance = rid;

@@ -79,7 +79,9 @@ req_is_json(const char *ct)
 	X(REQ_VAR_KEY, "HTTP_IDEMPOTENCY_KEY")      \
 	X(REQ_VAR_INM, "HTTP_IF_NONE_MATCH")        \
 	X(REQ_VAR_ADDR, "REMOTE_ADDR")              \
-	X(REQ_VAR_RID, "HTTP_X_REQUEST_ID")         \
+	X(REQ_VAR_RID, "REQUEST_ID")                \
+	X(REQ_VAR_UID, "UNIQUE_ID")                 \
+	X(REQ_VAR_CRID, "HTTP_X_REQUEST_ID")        \
 	X(REQ_VAR_LENGTH, "CONTENT_LENGTH")
 
 enum req_var {
@@ -194,7 +196,9 @@ req_put_opt(char **p, const char *s)
 /*
  * A request id is sent back (Request-Id) and logged: one that could not be
  * quoted as it is (too long, or holding a byte outside printable ASCII, a
- * space, a quote or a backslash) is dropped, and req_id makes one up.
+ * space, a quote or a backslash) is dropped, and req_id makes one up.  A
+ * client's X-Request-Id is held to the same rule, though it is only
+ * logged.
  */
 static int
 req_id_ok(const char *s)
@@ -228,8 +232,20 @@ req_copy(struct request *r, const char *v[REQ_VAR__MAX], const char *mount)
 		v[REQ_VAR_USER] = NULL;
 	if (v[REQ_VAR_ADDR] == NULL)
 		v[REQ_VAR_ADDR] = "-";
+	/*
+	 * The web server's own id comes in a meta-variable no request header
+	 * becomes (those are HTTP_*): REQUEST_ID, which the nginx sites set
+	 * to $request_id, else UNIQUE_ID, which mod_unique_id puts in every
+	 * request's environment under Apache.  X-Request-Id is the client's
+	 * to choose, so it names nothing but itself.
+	 */
+	if (v[REQ_VAR_RID] == NULL || !req_id_ok(v[REQ_VAR_RID]))
+		v[REQ_VAR_RID] = v[REQ_VAR_UID];
 	if (v[REQ_VAR_RID] != NULL && !req_id_ok(v[REQ_VAR_RID]))
 		v[REQ_VAR_RID] = NULL;
+	v[REQ_VAR_UID] = NULL;
+	if (v[REQ_VAR_CRID] != NULL && !req_id_ok(v[REQ_VAR_CRID]))
+		v[REQ_VAR_CRID] = NULL;
 	for (i = 0; i < REQ_VAR__MAX; i++)
 		if (v[i] != NULL && i != REQ_VAR_SCRIPT && i != REQ_VAR_INFO &&
 		    i != REQ_VAR_LENGTH)
@@ -265,6 +281,7 @@ req_copy(struct request *r, const char *v[REQ_VAR__MAX], const char *mount)
 	r->if_none_match = req_put_opt(&p, v[REQ_VAR_INM]);
 	r->remote_addr = req_put_opt(&p, v[REQ_VAR_ADDR]);
 	r->request_id = req_put_opt(&p, v[REQ_VAR_RID]);
+	r->client_request_id = req_put_opt(&p, v[REQ_VAR_CRID]);
 	return 0;
 }
 

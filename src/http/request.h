@@ -18,7 +18,7 @@ typedef const char *(*req_param_fn)(void *ctx, const char *name);
 /* Reads up to len body bytes; returns the count, 0 at end, -1 on error. */
 typedef long (*req_read_fn)(void *ctx, void *buf, size_t len);
 
-/* The longest X-Request-Id kept; a longer one is ignored. */
+/* The longest request id kept; a longer one is ignored. */
 #define REQ_ID_MAX 128
 /* Characters of a request id made up here: "req_" and 24 hex digits. */
 #define REQ_ID_MADE 28
@@ -34,11 +34,19 @@ struct request {
 	char *if_none_match;   /* HTTP_IF_NONE_MATCH, NULL when unset */
 	char *remote_addr;     /* REMOTE_ADDR, "-" when unset */
 	/*
-	 * HTTP_X_REQUEST_ID, the web server's id for the request (nginx's
-	 * $request_id), NULL when unset or not 1 to REQ_ID_MAX printable
-	 * ASCII characters other than space, '"' and '\\'.
+	 * The web server's own id for the request: REQUEST_ID (the nginx
+	 * sites pass $request_id), else UNIQUE_ID (Apache's mod_unique_id);
+	 * NULL when neither is set as 1 to REQ_ID_MAX printable ASCII
+	 * characters other than space, '"' and '\\'.  No request header
+	 * can set either.
 	 */
 	char *request_id;
+	/*
+	 * HTTP_X_REQUEST_ID, the id the client sent, under the same rule.
+	 * It is logged beside the request's id and is never the request's
+	 * id: a client could give its requests another account's.
+	 */
+	char *client_request_id;
 	struct buf body;
 	char *strings;         /* owns every string above */
 	size_t strings_cap;    /* bytes allocated at strings */
@@ -102,10 +110,11 @@ int req_parse_length(const char *s, size_t *len);
 
 /*
  * The id a request is answered (Request-Id) and logged under: given, the
- * web server's X-Request-Id, when it is 1 to REQ_ID_MAX printable ASCII
- * characters other than space, '"' and '\\' (as request_id above keeps
- * it); otherwise "req_" and 96 random bits in hexadecimal, written to
- * made.  Returns given or made; given may be NULL.
+ * web server's own id (request_id above), when it is 1 to REQ_ID_MAX
+ * printable ASCII characters other than space, '"' and '\\' (as
+ * request_id above keeps it); otherwise "req_" and 96 random bits in
+ * hexadecimal, written to made.  Returns given or made; given may be
+ * NULL.
  */
 const char *req_id(const char *given, char made[REQ_ID_MADE + 1]);
 

@@ -444,6 +444,7 @@ app_log_write(const char *line, size_t len)
 struct app_log_info {
 	const struct pay_note *note;
 	const char *request_id;     /* the web server's, or one made up */
+	const char *client_request_id; /* the client's X-Request-Id, or NULL */
 	uint64_t now_ms;            /* when it ended (the service's clock) */
 	uint64_t us;                /* how long it took, monotonic */
 };
@@ -463,7 +464,7 @@ app_log_text(const struct app_log_info *li, const struct request *req,
     const struct response *resp)
 {
 	char field[4 * APP_LOG_FIELD + 4], when[64];
-	char line[4 * sizeof(field) + KEYHASH_HEX + REQ_ID_MAX + 192];
+	char line[4 * sizeof(field) + KEYHASH_HEX + 2 * REQ_ID_MAX + 224];
 	const char *end = line + sizeof(line) - 1;
 	const struct pay_note *note = li->note;
 	char *p = line;
@@ -486,6 +487,9 @@ app_log_text(const struct app_log_info *li, const struct request *req,
 	p = app_put(p, end, note->outcome ? note->outcome : "-");
 	p = app_put(p, end, " ms=");
 	p = app_put_num(p, end, (long long)(li->us / 1000));
+	p = app_put(p, end, " client_request_id=");
+	p = app_put(p, end, li->client_request_id != NULL ?
+	    li->client_request_id : "-");
 	p = app_put(p, end, " rid=");
 	p = app_put(p, end, li->request_id);
 	*p++ = '\n';
@@ -527,6 +531,7 @@ app_log_json(const struct app_log_info *li, const struct request *req,
 	json_write_open(&w, '{');
 	app_json_member(&w, "time", when);
 	app_json_member(&w, "request_id", li->request_id);
+	app_json_member(&w, "client_request_id", li->client_request_id);
 	app_json_member(&w, "remote", app_log_field(req->remote_addr, field));
 	app_json_member(&w, "method", app_log_field(req->method, field));
 	app_json_member(&w, "path", app_log_field(req->path, field));
@@ -545,16 +550,18 @@ app_log_json(const struct app_log_info *li, const struct request *req,
 
 /*
  * The request's line, under the id its answer carries (Request-Id): the
- * web server's (X-Request-Id) when it sent one, so that its access log
- * and ours can be joined, else one made up for the request (req_id).
+ * web server's own (REQUEST_ID, UNIQUE_ID) when it passed one, so that
+ * its access log and ours can be joined, else one made up for the
+ * request (req_id).  The client's X-Request-Id is a field of its own,
+ * client_request_id: a client chooses it, so it may repeat another's.
  */
 static void
 app_log(const struct app *a, const struct pay_note *note,
     const struct request *req, const struct response *resp,
     const char *request_id, uint64_t start_us)
 {
-	struct app_log_info li = { note, request_id, clock_now_ms(),
-	    metrics_now_us() - start_us };
+	struct app_log_info li = { note, request_id, req->client_request_id,
+	    clock_now_ms(), metrics_now_us() - start_us };
 
 	if (a->cfg.log_format == CONFIG_LOG_JSON)
 		app_log_json(&li, req, resp);

@@ -301,9 +301,10 @@ class Outcome:
 
 def http_exchange(port, method, path, body=None, headers=None, timeout=10.0):
     """One request on a connection of its own.  Each carries an
-    X-Request-Id of its own, which the web server hands the worker and the
-    worker writes in its log line (rid=...): worker_log_line() finds the
-    line of an answer, or tells that no worker wrote it."""
+    X-Request-Id of its own, which lighttpd hands the worker and the
+    worker writes in its log line (client_request_id=...):
+    worker_log_line() finds the line of an answer, or tells that no
+    worker wrote it."""
     conn = http.client.HTTPConnection(HOST, port, timeout=min(timeout, DEADLINE.timeout(timeout)))
     status = hdrs = None
     rid = "crash-" + secrets.token_hex(8)
@@ -336,10 +337,12 @@ def http_exchange(port, method, path, body=None, headers=None, timeout=10.0):
 def worker_log_line(inst, rid):
     """The workers' log line of the request sent with X-Request-Id rid
     (one line a request, "TIME idem: ... STATUS account=... key=KEYHASH
-    outcome=... rid=RID"), or
+    outcome=... ms=MS client_request_id=RID rid=ID": the client's id is
+    logged beside the request's own), or
     None when no worker logged it: a worker that dies with a request logs
     nothing, and the web server answers for it."""
-    pat = re.compile(r"^\S+ idem: .* rid=" + re.escape(rid) + r"$", re.M)
+    pat = re.compile(r"^\S+ idem: .* client_request_id=" + re.escape(rid)
+                     + r" rid=\S+$", re.M)
     for path in inst.logs:
         try:
             with open(path, errors="replace") as f:

@@ -669,6 +669,80 @@ def test_slow_clients(inst, t, n=1100, interval=2.0, hold=14.0):
       "within 1 s", run)
 
 
+FORGED_ID = "req_aaaaaaaaaaaaaaaaaaaaaaaa"
+
+
+def worker_line(inst, rid, seconds=3.0):
+    """The workers' log line (in any log under the instance's root: the
+    spawn-fcgi workers' files, lighttpd's breakage log, Apache's error log)
+    that names rid as its request id, or None."""
+    pat = re.compile(r"^.*idem: .* rid=" + re.escape(rid) + r"$", re.M)
+    end = time.monotonic() + DEADLINE.timeout(seconds)
+    while True:
+        for d, _dirs, files in os.walk(inst.root):
+            for f in files:
+                if "log" not in f:
+                    continue
+                try:
+                    with open(os.path.join(d, f), errors="replace") as fh:
+                        m = pat.search(fh.read())
+                except OSError:
+                    continue
+                if m:
+                    return m.group(0)
+        if time.monotonic() >= end:
+            return None
+        time.sleep(0.05)
+
+
+def test_request_id(inst, t):
+    """A client's X-Request-Id, even one in the responder's own form, is
+    never the answer's Request-Id, a problem's instance or the log line's
+    rid, on every site: the request's id is the web server's own (nginx's
+    $request_id, Apache's UNIQUE_ID) or one the responder makes up, and
+    the client's is at most logged as client_request_id."""
+    sites = [("", inst.port, pay_headers(inst.secrets["acct_alpha"]))]
+    if isinstance(inst, (Apache, Nginx)):
+        sites.append(("basic auth: ", inst.auth_port,
+                      dict(basic_auth(*list(inst.users.items())[0]),
+                           **{"Content-Type": "application/json"})))
+    if isinstance(inst, Nginx):
+        own = r"[0-9a-f]{32}"                   # $request_id
+    elif isinstance(inst, Apache):
+        own = r"[A-Za-z0-9@_-]{19,}"            # mod_unique_id
+    else:
+        own = r"req_[0-9a-f]{24}"               # made up by the responder
+    for label, port, creds in sites:
+        def run(port=port, creds=creds):
+            r = http_request(port, "POST", "/payments", BODY,
+                             dict(creds, **{"X-Request-Id": FORGED_ID}))
+            expect_problem(r, "missing-key", 400, "POST without a key")
+            rid = r.header("Request-Id") or ""
+            expect(rid != FORGED_ID, "the client's X-Request-Id came back "
+                   "as Request-Id")
+            expect(re.fullmatch(own, rid) and rid != FORGED_ID,
+                   f"Request-Id {rid!r} is not the server's own form {own}")
+            inst_id = r.json().get("instance")
+            expect(inst_id == rid, f"instance {inst_id!r}, Request-Id {rid!r}")
+            if r.header("X-Request-Id") is not None:
+                expect(r.header("X-Request-Id") == rid,
+                       f"X-Request-Id {r.header('X-Request-Id')!r} is not "
+                       f"the Request-Id {rid!r}")
+            line = worker_line(inst, rid)
+            expect(line is not None, f"no worker log line with rid={rid}")
+            m = re.search(r" client_request_id=(\S+) rid=", line)
+            expect(m, f"no client_request_id field: {line!r}")
+            # lighttpd passes the header on; the nginx and Apache sites
+            # drop it, their own id being the request's.
+            want = FORGED_ID if own.startswith("req_") else "-"
+            expect(m.group(1) == want,
+                   f"client_request_id={m.group(1)}, expected {want}: {line!r}")
+            expect(FORGED_ID not in line.replace(m.group(0), ""),
+                   f"the client's id elsewhere in the line: {line!r}")
+        t(f"{label}X-Request-Id: {FORGED_ID} is not the Request-Id, the "
+          "instance or the log's rid", run)
+
+
 def test_workers_down(inst, t):
     """With no worker listening on the socket, the web server's own error
     for an API path is a problem too (etc/nginx: service-unavailable, with
@@ -862,6 +936,7 @@ def run_server(name, build, args):
             return
         RESULTS.ok(name, f"start ({inst.workers} workers, port {inst.port})")
         test_contract(inst, t)
+        test_request_id(inst, t)
         test_slow_clients(inst, t)
         # distinct keys first: under mod_fcgid it also brings the pool up from
         # one process, so that the duplicates really meet in different workers

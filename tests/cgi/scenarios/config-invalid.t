@@ -2,7 +2,8 @@
 # anything: no store is made.  Run as CGI, the client still gets a problem
 # (500) rather than the web server's error page, and the detail does not
 # leak the reason (which goes to the log, naming the variable).  Its
-# Request-Id is on the log's line too, as on every answer.
+# Request-Id (here the web server's own, REQUEST_ID) is on the log's
+# line too, as on every answer.
 
 snapshot empty
 
@@ -22,7 +23,7 @@ expect: 500
 request lease-not-shorter: like first
   env IDEM_LEASE=90000
   env IDEM_TTL=3600
-  X-Request-Id: checkout-cfg-2
+  env REQUEST_ID=checkout-cfg-2
 expect: 500
   problem: internal-error
   Request-Id: checkout-cfg-2

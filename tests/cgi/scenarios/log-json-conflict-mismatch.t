@@ -9,7 +9,7 @@ gate provider
 spawn first: POST /payments
   as alice
   Idempotency-Key: "order-log-8842"
-  X-Request-Id: first-8842
+  env REQUEST_ID=first-8842
   Content-Type: application/json
   env IDEM_FAULT=in_provider:wait={gate:provider}
   body: {"amount": 100.00, "currency": "BRL"}
@@ -18,11 +18,11 @@ reached provider
 
 request dup: like first
   unset IDEM_FAULT
-  X-Request-Id: dup-8842
+  env REQUEST_ID=dup-8842
 expect: 409
   problem: request-in-progress
   log <<END
-    {"time": "{any}", "request_id": "dup-8842", "remote": "127.0.0.1",
+    {"time": "{any}", "request_id": "dup-8842", "client_request_id": null, "remote": "127.0.0.1",
      "method": "POST", "path": "/payments", "status": 409,
      "outcome": "conflict", "account": "acct_alice",
      "key": "{keyhash:hex}", "latency_ms": "{any}"}
@@ -33,19 +33,19 @@ release provider
 await first
 expect: 201
   log <<END
-    {"time": "{any}", "request_id": "first-8842", "remote": "127.0.0.1",
+    {"time": "{any}", "request_id": "first-8842", "client_request_id": null, "remote": "127.0.0.1",
      "method": "POST", "path": "/payments", "status": 201,
      "outcome": "claim", "account": "acct_alice", "key": "{keyhash}",
      "latency_ms": "{any}"}
   END
 
 request other: like dup
-  X-Request-Id: other-8842
+  env REQUEST_ID=other-8842
   body: {"amount": 250.00, "currency": "BRL"}
 expect: 422
   problem: key-reused
   log <<END
-    {"time": "{any}", "request_id": "other-8842", "remote": "127.0.0.1",
+    {"time": "{any}", "request_id": "other-8842", "client_request_id": null, "remote": "127.0.0.1",
      "method": "POST", "path": "/payments", "status": 422,
      "outcome": "mismatch", "account": "acct_alice", "key": "{keyhash}",
      "latency_ms": "{any}"}

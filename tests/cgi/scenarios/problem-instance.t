@@ -1,10 +1,11 @@
 # RFC 9457 "instance": every problem names the request it is about, its
 # Request-Id (percent-encoded where the id is not a URI reference as it
-# is).  A problem stored with a key's answer (a 402 decline, a 400
-# amount) replays byte for byte and so keeps the first request's
-# instance, the occurrence it describes, whose log line has that rid;
-# the replay's Request-Id header is its own.  Problems not stored (409,
-# 422, missing key, 401, 404) name the current request.
+# is): the web server's own id (REQUEST_ID) where one is passed.  A
+# problem stored with a key's answer (a 402 decline, a 400 amount)
+# replays byte for byte and so keeps the first request's instance, the
+# occurrence it describes, whose log line has that rid; the replay's
+# Request-Id header is its own.  Problems not stored (409, 422, missing
+# key, 401, 404) name the current request.
 
 request declined: POST /payments
   as alice
@@ -29,7 +30,7 @@ expect: 402
 request bad-amount: like declined
   Idempotency-Key: "inst-2"
   unset IDEM_PROVIDER_FAIL
-  X-Request-Id: shop-17
+  env REQUEST_ID=shop-17
   body: {"amount": 1.001, "currency": "BRL"}
 expect: 400
   problem: invalid-payment
@@ -37,7 +38,7 @@ expect: 400
   json: {"type": "/problems/invalid-payment.html", "title": "{any}", "status": 400, "detail": "{any}", "instance": "shop-17"}
 
 request bad-amount-retry: like bad-amount
-  X-Request-Id: shop-18
+  env REQUEST_ID=shop-18
 expect: 400
   replay-of: bad-amount
   Request-Id: shop-18
@@ -45,7 +46,7 @@ expect: 400
 
 # Not stored: the current request's id.
 request reused: like bad-amount
-  X-Request-Id: shop-19
+  env REQUEST_ID=shop-19
   body: {"amount": 2.00, "currency": "BRL"}
 expect: 422
   problem: key-reused
@@ -69,7 +70,7 @@ expect: 401
 # An id that is not a URI reference as it is: percent-encoded.
 request encoded: GET /nowhere
   as alice
-  X-Request-Id: a/b:c%d?e#f
+  env REQUEST_ID=a/b:c%d?e#f
 expect: 404
   problem: not-found
   Request-Id: a/b:c%d?e#f
@@ -80,7 +81,7 @@ env IDEM_PROBLEM_BASE=https://docs.example.com/problems/
 
 request absolute: GET /nowhere
   as alice
-  X-Request-Id: lost-1
+  env REQUEST_ID=lost-1
 expect: 404
   Content-Type: application/problem+json
   json: {"type": "https://docs.example.com/problems/not-found.html", "title": "{any}", "status": 404, "detail": "{any}", "instance": "lost-1"}
