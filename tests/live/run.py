@@ -523,10 +523,19 @@ def test_restart(inst, t):
           lambda: expect(state["clean"], "workers still alive 5 s after SIGTERM (needed SIGKILL)"))
 
 
-# What the sites in etc/ let one client hold (nginx limit_conn, lighttpd
-# evasive.max-conns-per-ip); the live suite's own bursts (50 duplicates at
-# once) stay below it.
+# What the nginx sites in etc/ let one client address hold (limit_conn);
+# the live suite's own bursts (50 duplicates at once) stay below it.
 PER_CLIENT_CONNECTIONS = 64
+# The other client, the one that must still be served: another loopback
+# address, since a per-address limit rightly refuses the slow client's own
+# further requests.
+OTHER_CLIENT = "127.0.0.2"
+
+
+def other_client(port):
+    """A connection to HOST:port from OTHER_CLIENT."""
+    return http.client.HTTPConnection(HOST, port, timeout=DEADLINE.timeout(5),
+                                      source_address=(OTHER_CLIENT, 0))
 
 
 def slow_client(port, n, interval, hold):
@@ -613,8 +622,8 @@ def slow_client(port, n, interval, hold):
 def test_slow_clients(inst, t, n=1100, interval=2.0, hold=14.0):
     """One client holding n connections (more than the 1024 the shipped
     configurations took at once, and than PER_CLIENT_CONNECTIONS), each a
-    request line that grows by a byte every interval seconds: a normal
-    client is still served within a second, GET /healthz and POST
+    request line that grows by a byte every interval seconds: another
+    client (OTHER_CLIENT) is still served within a second, GET /healthz and POST
     /payments, all through the hold (etc/README.md, "Slow clients")."""
     def run():
         port, sec = inst.port, inst.secrets["acct_alpha"]
@@ -632,10 +641,8 @@ def test_slow_clients(inst, t, n=1100, interval=2.0, hold=14.0):
                          pay_headers(sec, new_key("slowloris")))):
                     t0 = time.monotonic()
                     try:
-                        conn = http.client.HTTPConnection(
-                            HOST, port, timeout=DEADLINE.timeout(5))
                         r = http_request(port, method, path, body, hdrs,
-                                         conn=conn)
+                                         conn=other_client(port))
                         what = r.status
                     except (OSError, http.client.HTTPException) as e:
                         what = type(e).__name__
@@ -667,6 +674,62 @@ def test_slow_clients(inst, t, n=1100, interval=2.0, hold=14.0):
                f"within 1 s: {slow[:6]}")
     t(f"one client holding {n} trickling connections: others served "
       "within 1 s", run)
+
+
+def test_per_client_limit(inst, t, extra=16, hold=6.0):
+    """nginx's limit_conn: one client sending PER_CLIENT_CONNECTIONS +
+    extra request bodies a byte at a time holds no more than
+    PER_CLIENT_CONNECTIONS of them; the rest are refused at once (503,
+    the service-unavailable problem), and another client is served
+    meanwhile."""
+    def run():
+        port, sec = inst.port, inst.secrets["acct_alpha"]
+        n = PER_CLIENT_CONNECTIONS + extra
+        head = (f"POST /payments HTTP/1.1\r\nHost: {HOST}\r\n"
+                f"Authorization: Bearer {sec}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 1000\r\n"
+                "Connection: close\r\n").encode()
+        socks, refused = [], 0
+        try:
+            for i in range(n):
+                s = socket.create_connection((HOST, port),
+                                             timeout=DEADLINE.timeout(5))
+                key = new_key(f"slowbody{i}")
+                s.sendall(head + f'Idempotency-Key: "{key}"\r\n\r\n{{'
+                          .encode())
+                socks.append(s)
+            end = time.monotonic() + hold
+            while time.monotonic() < end:
+                poll = select.poll()
+                for s in socks:
+                    poll.register(s.fileno(), select.POLLIN)
+                answered = {fd for fd, _ in poll.poll(500)}
+                for s in [s for s in socks if s.fileno() in answered]:
+                    s.settimeout(DEADLINE.timeout(5))
+                    first = s.recv(64)
+                    expect(first.startswith(b"HTTP/1.1 503"),
+                           f"a held body was answered {first!r}")
+                    refused += 1
+                    socks.remove(s)
+                    s.close()
+                for s in socks:
+                    s.send(b" ")
+                if refused >= extra:
+                    break
+            t0 = time.monotonic()
+            r = http_request(port, "GET", "/healthz", conn=other_client(port))
+            took = time.monotonic() - t0
+        finally:
+            for s in socks:
+                s.close()
+        note(f"{inst.name}: {n} slow bodies from one client: {refused} "
+             f"refused, {len(socks)} held; GET /healthz {r.status} in "
+             f"{took:.2f} s")
+        expect(refused == extra, f"{refused} refused, expected {extra}")
+        expect(r.status == 200 and took <= 1.0,
+               f"GET /healthz meanwhile: {r.status} in {took:.2f} s")
+    t(f"one client sending {PER_CLIENT_CONNECTIONS} + {extra} slow bodies: "
+      f"{extra} refused (503), others served", run)
 
 
 FORGED_ID = "req_aaaaaaaaaaaaaaaaaaaaaaaa"
@@ -938,6 +1001,8 @@ def run_server(name, build, args):
         test_contract(inst, t)
         test_request_id(inst, t)
         test_slow_clients(inst, t)
+        if isinstance(inst, Nginx):
+            test_per_client_limit(inst, t)
         # distinct keys first: under mod_fcgid it also brings the pool up from
         # one process, so that the duplicates really meet in different workers
         test_distinct(inst, t)
