@@ -260,7 +260,7 @@ lstore_env_open(const struct store_config *cfg, const struct stat *st,
 	MDB_txn *txn;
 	unsigned int flags = MDB_NOTLS;
 	size_t n;
-	int rc, dead, maxkey;
+	int rc, dead, maxkey, grew;
 
 	if ((e = calloc(1, sizeof(*e))) == NULL)
 		return ENOMEM;
@@ -282,6 +282,10 @@ lstore_env_open(const struct store_config *cfg, const struct stat *st,
 		goto fail_env;
 	if ((rc = lstore_gate_init(e)) != 0)
 		goto fail_env;
+	/* A store another process gave a larger map: that size, at once. */
+	e->map_want = cfg->map_size;
+	if (!cfg->read_only && (rc = lstore_map_adopt(e, &grew)) != 0)
+		goto fail_gate;
 	if ((rc = lstore_env_txn_begin(e, cfg->read_only ? MDB_RDONLY : 0,
 	    &txn)) != 0)
 		goto fail_gate;

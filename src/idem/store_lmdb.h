@@ -213,6 +213,7 @@ struct store_env {
 	int map_rc;
 	unsigned remaps;
 	unsigned remap_waiting;
+	size_t map_want;            /* this process's size (0: the default) */
 };
 
 /* A handle: the interface's base first, then the backend's state. */
@@ -247,6 +248,15 @@ int lstore_table(const struct lstore *s, const char *name, MDB_dbi *dbi);
 int lstore_map_init(MDB_env *env, size_t want);
 /* The gate of e, once its env is open and before its first transaction. */
 int lstore_gate_init(struct store_env *e);
+/*
+ * Maps the larger of this process's size (e->map_want) and the one the
+ * meta page records (the largest any process that wrote gave it), once
+ * no transaction of this process is active on e: the caller holds none,
+ * and waits for the gate exclusive.  *grew set when the map grew: a
+ * process started with a smaller IDEM_MAP_SIZE than another's judges
+ * the store's room by the store's own size.  0, or LMDB's error.
+ */
+int lstore_map_adopt(struct store_env *e, int *grew);
 void lstore_gate_destroy(struct store_env *e);
 /*
  * Every transaction's begin and end.  The env forms give LMDB's codes

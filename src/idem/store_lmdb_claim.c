@@ -318,14 +318,26 @@ lstore_claim(struct store *base, const char *scope, const char *key,
 	struct store_claim_job a = { &k, fp, token, first, now_ms, lease_ms,
 	    ttl_ms, out };
 	uint32_t retry_after;
-	int rc;
+	int rc, grew;
 
 	memset(out, 0, sizeof(*out));
 	if ((rc = store_claim_args_check(lease_ms, ttl_ms, first)) != IDEM_OK)
 		return rc;
 	if ((rc = lstore_key_make(s, scope, key, &k)) != IDEM_OK)
 		return rc;
-	if ((rc = lstore_write(s, lstore_claim_run, &a)) == IDEM_OK)
+	rc = lstore_write(s, lstore_claim_run, &a);
+	/*
+	 * Full by this process's map: another process may have given the
+	 * store a larger one, which its writes have not yet made this
+	 * process meet (MDB_MAP_RESIZED).  Adopt it and claim again.
+	 */
+	if (rc == IDEM_EFULL && !lstore_txn_held(s->e) &&
+	    lstore_map_adopt(s->e, &grew) == 0 && grew) {
+		rec_free(&out->rec);
+		memset(out, 0, sizeof(*out));
+		rc = lstore_write(s, lstore_claim_run, &a);
+	}
+	if (rc == IDEM_OK)
 		return IDEM_OK;
 	retry_after = out->retry_after;
 	rec_free(&out->rec);

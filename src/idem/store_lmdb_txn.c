@@ -131,6 +131,45 @@ lstore_remap(struct store_env *e, unsigned seen)
 	return rc;
 }
 
+int
+lstore_map_adopt(struct store_env *e, int *grew)
+{
+	MDB_envinfo before, after;
+	size_t want = lstore_map_size(e->map_want);
+	int rc;
+
+	*grew = 0;
+	__atomic_add_fetch(&e->remap_waiting, 1, __ATOMIC_SEQ_CST);
+	rc = pthread_rwlock_wrlock(&e->gate);
+	__atomic_sub_fetch(&e->remap_waiting, 1, __ATOMIC_SEQ_CST);
+	if (rc != 0)
+		return rc;
+	if (e->map_rc != 0 || (rc = mdb_env_info(e->env, &before)) != 0)
+		goto out;
+	/*
+	 * Size 0 maps what the meta page records: the largest size any
+	 * process that wrote gave the map.  A smaller one than this
+	 * process's own is set back to its own.
+	 */
+	if ((rc = mdb_env_set_mapsize(e->env, 0)) != 0 ||
+	    (rc = mdb_env_info(e->env, &after)) != 0)
+		goto fail;
+	if (after.me_mapsize < want &&
+	    ((rc = mdb_env_set_mapsize(e->env, want)) != 0 ||
+	    (rc = mdb_env_info(e->env, &after)) != 0))
+		goto fail;
+	if (after.me_mapsize != before.me_mapsize)
+		__atomic_add_fetch(&e->remaps, 1, __ATOMIC_SEQ_CST);
+	*grew = after.me_mapsize > before.me_mapsize;
+	goto out;
+fail:
+	/* As lstore_remap: a failed remap may have left no map at all. */
+	e->map_rc = rc;
+out:
+	pthread_rwlock_unlock(&e->gate);
+	return rc;
+}
+
 /*
  * A thread's first transaction on e takes the gate shared, and its last
  * one to end gives it back; a nested one (the thread holds one already)

@@ -25,6 +25,8 @@
 #include <lmdb.h>
 
 #include "buf.h"
+#include "engine.h"
+#include "record.h"
 #include "err.h"
 #include "store.h"
 #include "store_lmdb.h"
@@ -425,6 +427,78 @@ test_write_inside_scan(void)
 	    NULL), IDEM_OK);
 }
 
+/*
+ * The other process, for a store it gives a larger map: it writes rows
+ * until the data fills more than 93% of the parent's map, and stops
+ * short of all of it, so that nothing the parent does meets
+ * MDB_MAP_RESIZED.  Exit 0 when it stopped there.
+ */
+static void
+fill_child(void)
+{
+	struct store_config cfg = { NULL, CHILD_MAP, 0, 0, 0, tables, NULL,
+	    0, 0, 0, 0 };
+	struct store *s;
+	MDB_envinfo info;
+	MDB_stat ms;
+	static uint8_t val[BIG_VAL];
+	char key[32];
+	size_t used = 0;
+	int i, rc;
+
+	cfg.dir = dir;
+	if (store_open(&cfg, &s) != IDEM_OK)
+		_exit(2);
+	for (i = 0, rc = IDEM_OK; rc == IDEM_OK && i < CHILD_ROWS; i++) {
+		/* One thread, no transaction: the map cannot move here. */
+		if (mdb_env_info(lstore_of(s)->e->env, &info) != 0 ||
+		    mdb_env_stat(lstore_of(s)->e->env, &ms) != 0)
+			_exit(4);
+		used = (info.me_last_pgno + 1) * ms.ms_psize;
+		if (used > PARENT_MAP / 100 * 93)
+			break;
+		snprintf(key, sizeof(key), "fill-%04d", i);
+		memset(val, i, sizeof(val));
+		rc = store_insert_once(s, "payments", key, strlen(key), val,
+		    sizeof(val), NULL);
+	}
+	store_close(s);
+	_exit(rc == IDEM_OK && used > PARENT_MAP / 100 * 93 &&
+	    used < PARENT_MAP ? 0 : 3);
+}
+
+/*
+ * A process whose map is smaller than the one another process gave the
+ * store judges the store's room by the store's size: once the other
+ * process has filled more than 90% of this one's map (less than all of
+ * it), a new key here is claimed, not refused as full, and the map it
+ * then has is the other's.
+ */
+static void
+test_smaller_map_claims(void)
+{
+	struct store_claim c;
+	uint8_t fp[FP_SIZE], token[REC_TOKEN_SIZE];
+	pid_t pid;
+	int status = -1;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	if ((pid = fork()) == 0)
+		fill_child();
+	CU_ASSERT_FATAL(pid > 0);
+	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+		continue;
+	CU_ASSERT_FATAL(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CU_ASSERT(map_size() < CHILD_MAP);
+	memset(fp, 1, sizeof(fp));
+	memset(token, 2, sizeof(token));
+	HARNESS_EQ(store_claim(st, "acct", "new-key", fp, token,
+	    1700000000000ULL, 30000, 86400000, NULL, &c), IDEM_OK);
+	HARNESS_EQ(c.decision, ENGINE_CLAIM);
+	rec_free(&c.rec);
+	CU_ASSERT(map_size() >= CHILD_MAP);
+}
+
 int
 harness_suites(void)
 {
@@ -441,7 +515,9 @@ harness_suites(void)
 	    test_nested_read_while_remap_waits) == NULL ||
 	    CU_add_test(s, "a nested read", test_nested_read) == NULL ||
 	    CU_add_test(s, "a write inside a scan is refused",
-	    test_write_inside_scan) == NULL)
+	    test_write_inside_scan) == NULL ||
+	    CU_add_test(s, "a smaller map than the store's: claims go on",
+	    test_smaller_map_claims) == NULL)
 		return -1;
 	return 0;
 }
