@@ -22,12 +22,12 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 enum { F_METHOD, F_SCRIPT, F_PATH, F_QUERY, F_CTYPE, F_LENGTH, F_KEY,
-	F_AUTH, F_RID, F__MAX };
+	F_AUTH, F_CRID, F_RID, F_UID, F__MAX };
 
 static const char *const fuzz_names[F__MAX] = { "REQUEST_METHOD",
 	"SCRIPT_NAME", "PATH_INFO", "QUERY_STRING", "CONTENT_TYPE",
 	"CONTENT_LENGTH", "HTTP_IDEMPOTENCY_KEY", "HTTP_AUTHORIZATION",
-	"HTTP_X_REQUEST_ID" };
+	"HTTP_X_REQUEST_ID", "REQUEST_ID", "UNIQUE_ID" };
 
 struct fuzz_req {
 	char *vals[F__MAX];
