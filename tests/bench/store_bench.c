@@ -8,6 +8,8 @@
  *                      [-t THREADS]
  *   store_bench fill   -d DIR -n KEYS -S SCOPE -p PREFIX [-x]
  *                      [-f canonical|raw] [-B BODY] [-R ANSWER] [-L LOCATION]
+ *   store_bench payments -d DIR -n PAYMENTS -S SCOPE -o IDS [-k KEYFILE]
+ *                      [-t THREADS]
  *
  * lmdb and sqlite time the two writes every fresh keyed request makes, a
  * claim and then a completion, for fresh keys, until KEYS keys are done or
@@ -34,6 +36,18 @@
  * so all of them have expired (for purge).  It runs as fast as the
  * directory's file system syncs: the benchmark points it at a tmpfs and
  * copies the file.
+ *
+ * payments writes PAYMENTS payments of scope SCOPE as POST /payments
+ * leaves them (post.c): each its row in "payments", named by rowkey(id)
+ * and holding pay_row_encode of its JSON representation, and its entry
+ * in the account's index "by_account" (scope, NUL, the time as 8 bytes
+ * big-endian, rowkey(id)) whose value is the id.  Ids are random, as
+ * pay_cp_new makes them; payment i (from 0) is made i milliseconds after
+ * the first, and the last one now, so no two share a millisecond.  Each
+ * is written through libidem (idem_row_insert_once), so with -k the
+ * values are sealed under KEYFILE's first key as a responder given that
+ * IDEM_SECRET_FILE seals them, and in the clear without it.  The ids are
+ * written to the file IDS, newest first, one a line.
  *
  * Every mode runs its work on THREADS threads (default 1), each with its
  * own connection (SQLite) or sharing the one store handle (lmdb), whose
@@ -62,6 +76,12 @@
 #include "record.h"
 #include "store.h"
 
+#include "idem.h"
+#include "money.h"
+#include "payment.h"
+#include "rowkey.h"
+#include "shared.h"
+
 #define SB_MAX_THREADS 64
 #define SB_TTL_MS ((uint64_t)86400 * 1000)
 #define SB_LEASE_MS ((uint64_t)30 * 1000)
@@ -80,6 +100,7 @@ enum sb_backend {
 	SB_LMDB = 0,
 	SB_SQLITE,
 	SB_FILL,
+	SB_PAYMENTS,
 	SB_BACKEND__MAX
 };
 
@@ -87,6 +108,7 @@ static const char *const sb_backend_names[SB_BACKEND__MAX] = {
 	[SB_LMDB] = "lmdb",
 	[SB_SQLITE] = "sqlite",
 	[SB_FILL] = "fill",
+	[SB_PAYMENTS] = "payments",
 };
 
 struct sb_options {
@@ -98,6 +120,8 @@ struct sb_options {
 	const char *body;
 	const char *answer;
 	const char *location;
+	const char *ids;          /* payments: where the ids are written */
+	const char *secret_file;  /* payments: NULL writes in the clear */
 	enum fp_mode fp_mode;
 	int expired;
 	long threads;
@@ -115,6 +139,8 @@ struct sb_run {
 	uint64_t next;            /* the next key index, taken atomically */
 	struct timespec start;
 	struct store *store;      /* lmdb and fill: one per process */
+	struct idem *idem;        /* payments */
+	char (*ids)[PAY_ID_LEN + 1];  /* payments: payment i's id */
 	int failed;
 };
 
@@ -225,6 +251,98 @@ sb_lmdb_open(struct sb_run *r, char *err, size_t errlen)
 	if ((rc = store_open(&cfg, &r->store)) != IDEM_OK) {
 		snprintf(err, errlen, "store_open %s: %s", r->o->dir,
 		    idem_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ payments */
+
+/* A payment's row and index entry, as pay_succeed writes them. */
+static int
+sb_pay_one(struct sb_thread *t, uint64_t i)
+{
+	const struct sb_options *o = t->run->o;
+	struct pay_order order = { 10000, money_currency("BRL") };
+	struct buf body = BUF_INIT, row = BUF_INIT, idx = BUF_INIT;
+	uint8_t name[ROWKEY_LEN], raw[PAY_ID_HEX / 2];
+	struct pay_cp cp;
+	char charge[3 + PAY_ID_HEX + 1];
+	const char *what = "encoding";
+	int rc;
+
+	pay_cp_new(t->run->now_ms - (o->keys - 1 - i), &order, &cp);
+	crypto_random(raw, sizeof(raw));
+	memcpy(charge, "ch_", 3);
+	crypto_hex(raw, sizeof(raw), charge + 3);
+	rowkey(cp.id, PAY_ID_LEN, name);
+	if ((rc = pay_render(&cp, &order, charge, &body)) != IDEM_OK ||
+	    (rc = pay_row_encode(o->scope, &body, &row)) != IDEM_OK ||
+	    (rc = buf_append(&idx, o->scope, strlen(o->scope) + 1)) !=
+	    IDEM_OK ||
+	    (rc = buf_put_u64(&idx, cp.created_ms)) != IDEM_OK ||
+	    (rc = buf_append(&idx, name, sizeof(name))) != IDEM_OK)
+		goto out;
+	what = PAY_TABLE_PAYMENTS;
+	if ((rc = idem_row_insert_once(t->run->idem, PAY_TABLE_PAYMENTS, name,
+	    sizeof(name), row.data, row.len, NULL, NULL)) != IDEM_OK)
+		goto out;
+	what = PAY_TABLE_BY_ACCOUNT;
+	rc = idem_row_insert_once(t->run->idem, PAY_TABLE_BY_ACCOUNT, idx.data,
+	    idx.len, cp.id, PAY_ID_LEN, NULL, NULL);
+out:
+	if (rc == IDEM_OK)
+		memcpy(t->run->ids[i], cp.id, sizeof(cp.id));
+	else
+		snprintf(t->err, sizeof(t->err), "payment %" PRIu64 ": %s: %s",
+		    i, what, idem_strerror(rc));
+	buf_free(&idx);
+	buf_free(&row);
+	buf_free(&body);
+	return rc == IDEM_OK ? 0 : -1;
+}
+
+/* The store as the responder opens it: its tables, its key file. */
+static int
+sb_pay_open(struct sb_run *r, char *err, size_t errlen)
+{
+	struct idem_options opt = IDEM_OPTIONS_INIT;
+	int rc;
+
+	opt.dir = r->o->dir;
+	opt.map_size = SB_MAP_SIZE;
+	opt.tables = pay_tables;
+	opt.secret_file = r->o->secret_file;
+	r->ids = calloc((size_t)r->o->keys, sizeof(*r->ids));
+	if (r->ids == NULL) {
+		snprintf(err, errlen, "out of memory for %" PRIu64 " ids",
+		    r->o->keys);
+		return -1;
+	}
+	if ((rc = idem_open(&opt, &r->idem)) != IDEM_OK) {
+		snprintf(err, errlen, "idem_open %s: %s", r->o->dir,
+		    idem_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+/* The ids, newest first (payment i is older than payment i + 1). */
+static int
+sb_pay_ids_write(const struct sb_run *r)
+{
+	FILE *f = fopen(r->o->ids, "w");
+	uint64_t i;
+
+	if (f == NULL) {
+		fprintf(stderr, "store_bench: %s: %s\n", r->o->ids,
+		    strerror(errno));
+		return -1;
+	}
+	for (i = r->o->keys; i > 0; i--)
+		fprintf(f, "%s\n", r->ids[i - 1]);
+	if (ferror(f) != 0 || fclose(f) != 0) {
+		fprintf(stderr, "store_bench: %s: write failed\n", r->o->ids);
 		return -1;
 	}
 	return 0;
@@ -394,6 +512,8 @@ sb_thread_main(void *arg)
 	while (rc == 0 && sb_take(t->run, &i) == 0) {
 		if (t->run->o->backend == SB_SQLITE)
 			rc = sb_sqlite_one(t, &q, i);
+		else if (t->run->o->backend == SB_PAYMENTS)
+			rc = sb_pay_one(t, i);
 		else
 			rc = sb_lmdb_one(t, i);
 		if (rc == 0)
@@ -415,6 +535,8 @@ sb_prepare(struct sb_run *r, char *err, size_t len)
 {
 	struct sb_sqlite q;
 
+	if (r->o->backend == SB_PAYMENTS)
+		return sb_pay_open(r, err, len);
 	if (r->o->backend != SB_SQLITE)
 		return sb_lmdb_open(r, err, len);
 	if (sb_sqlite_open(r->o, &q, err, len) != 0)
@@ -475,6 +597,8 @@ sb_run(const struct sb_options *o)
 	if (sb_fingerprint(&r, err, sizeof(err)) != 0 ||
 	    sb_prepare(&r, err, sizeof(err)) != 0) {
 		fprintf(stderr, "store_bench: %s\n", err);
+		idem_close(r.idem);
+		free(r.ids);
 		return 1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &r.start);
@@ -498,6 +622,10 @@ sb_run(const struct sb_options *o)
 	secs = sb_elapsed(&r.start);
 	if (r.store != NULL)
 		store_close(r.store);
+	idem_close(r.idem);
+	if (!r.failed && o->backend == SB_PAYMENTS && sb_pay_ids_write(&r) != 0)
+		r.failed = 1;
+	free(r.ids);
 	if (r.failed)
 		return 1;
 	printf("{\"backend\":\"%s\",\"sync\":\"%s\",\"threads\":%ld,"
@@ -518,7 +646,10 @@ sb_usage(void)
 	    "[-n KEYS] [-t THREADS]\n"
 	    "       store_bench fill -d DIR -n KEYS -S SCOPE -p PREFIX [-x] "
 	    "[-f canonical|raw]\n"
-	    "                        [-B BODY] [-R ANSWER] [-L LOCATION]\n");
+	    "                        [-B BODY] [-R ANSWER] [-L LOCATION]\n"
+	    "       store_bench payments -d DIR -n PAYMENTS -S SCOPE -o IDS "
+	    "[-k KEYFILE]\n"
+	    "                        [-t THREADS]\n");
 	exit(2);
 }
 
@@ -556,7 +687,8 @@ sb_options_parse(int argc, char *argv[], struct sb_options *o)
 		sb_usage();
 	o->backend = (enum sb_backend)b;
 	optind = 2;
-	while ((ch = getopt(argc, argv, "B:d:f:L:n:p:R:s:S:t:T:x")) != -1) {
+	while ((ch = getopt(argc, argv, "B:d:f:k:L:n:o:p:R:s:S:t:T:x")) !=
+	    -1) {
 		switch (ch) {
 		case 'B': o->body = optarg; break;
 		case 'd': o->dir = optarg; break;
@@ -564,12 +696,14 @@ sb_options_parse(int argc, char *argv[], struct sb_options *o)
 			if (fp_mode_parse(optarg, &o->fp_mode) != IDEM_OK)
 				sb_usage();
 			break;
+		case 'k': o->secret_file = optarg; break;
 		case 'L': o->location = optarg; break;
 		case 'n':
 			if (sb_number(optarg, 1e12, &v) != 0)
 				sb_usage();
 			o->keys = (uint64_t)v;
 			break;
+		case 'o': o->ids = optarg; break;
 		case 'p': o->prefix = optarg; break;
 		case 'R': o->answer = optarg; break;
 		case 's':
@@ -600,6 +734,11 @@ sb_options_parse(int argc, char *argv[], struct sb_options *o)
 		sb_usage();
 	if (o->backend == SB_FILL) {
 		if (o->keys == 0 || o->prefix == NULL)
+			sb_usage();
+		o->seconds = 0;
+	}
+	if (o->backend == SB_PAYMENTS) {
+		if (o->keys == 0 || o->ids == NULL)
 			sb_usage();
 		o->seconds = 0;
 	}
