@@ -54,6 +54,10 @@ ACCOUNT = "acct_bench"
 # The accounts the cluster's fresh payments are spread over, in turn.
 CLUSTER_ACCOUNTS = 64
 METRICS_ACCOUNT = "metrics"
+# The page size of the long list's cases (GET /payments?limit=PAGE).
+PAGE = 100
+# A payment id that names no payment: the cursor of pages-none.
+NO_PAYMENT = "pay_ffffffffffffffffffffffff"
 # Paths belong to each instance; a user's value would make them share state.
 OWN_ENV = ("IDEM_DB_DIR", "IDEM_PROVIDER_DIR", "IDEM_KEYS_FILE")
 
@@ -100,6 +104,8 @@ class Settings:
         self.peers = env_int("BENCH_PEERS", 1, 0) > 0
         self.cost = env_int("BENCH_COST", 1, 0) > 0
         self.peer_workers = env_int("BENCH_PEER_WORKERS", 1, 1)
+        self.pages = env_int("BENCH_PAGES", 1, 0) > 0
+        self.page_payments = env_int("BENCH_PAGE_PAYMENTS", 100_000, 2 * PAGE)
         self.wrk_threads_for = lambda conns: max(1, min(self.wrk_threads, conns))
 
 
@@ -311,12 +317,7 @@ class Server:
                         os.path.join(self.state, "secret")], check=True,
                        stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
         for src, dst in (state_files or {}).items():
-            shutil.copyfile(src, os.path.join(self.db, dst))
-            fd = os.open(os.path.join(self.db, dst), os.O_RDONLY)
-            try:
-                os.fsync(fd)        # so its write-back does not land in a case
-            finally:
-                os.close(fd)
+            self.put_state_file(src, dst)
         self.mapping = {"PORT": self.port, "ROOT": self.root, "BINDIR": self.bindir,
                         "SBINDIR": self.bindir, "STATE": self.state, "WWW": WWW, "USER": self.user,
                         "GROUP": self.group, "PROVIDER_LATENCY_MS": 0}
@@ -339,6 +340,19 @@ class Server:
         self.lighttpd = None
         self.polls = 0          # requests to /metrics made by us
         INSTANCES.append(self)
+
+    def put_state_file(self, src, dst):
+        """Copies src into the store directory as dst, owned by the account
+        the workers run as; before start()."""
+        path = os.path.join(self.db, dst)
+        shutil.copyfile(src, path)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)        # so its write-back does not land in a case
+        finally:
+            os.close(fd)
+        if self.uid is not None:
+            os.chown(path, self.uid, self.gid)
 
     def base_env(self, extra=None):
         env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
@@ -1080,6 +1094,217 @@ def first_payment(server):
     return loc, body.decode()
 
 
+# ---------------------------------------------------------------- a long list
+
+PAGE_CASES = ("pages-first", "pages-after", "pages-before", "pages-none")
+
+
+def want_pages():
+    """Whether the long list's cases run: BENCH_PAGES, and BENCH_CASES
+    naming one of them or "pages" when it names any."""
+    return S.pages and (not S.cases or any(n in S.cases
+                                           for n in PAGE_CASES + ("pages",)))
+
+
+class PageCase(WrkCase):
+    """One GET /payments of the long list, a request at a time; expect is
+    the status every answer must have (a 400 is counted as refused, not
+    as a non-2xx)."""
+    group = "pages"
+
+    def __init__(self, name, label, server, path, expect, want, more):
+        super().__init__(name, label, server, 1, "fixed.lua",
+                         ["method=GET", f"path={path}",
+                          f"auth={S.secrets[ACCOUNT]}"])
+        self.query = path
+        self.expect = expect
+        self.want = want            # the page's ids, newest first
+        self.more = more            # its has_more
+
+    def check(self):
+        """One request, its answer compared with the page the list holds."""
+        st, _, body = http_call(self.server.port, "GET", self.query, headers={
+            "Authorization": f"Bearer {S.secrets[ACCOUNT]}"})
+        if st != self.expect:
+            raise RuntimeError(f"{self.name}: GET {self.query}: {st}, not "
+                               f"{self.expect}: {body[:300]!r}\n"
+                               + self.server.log_tail())
+        if st != 200:
+            return
+        doc = json.loads(body)
+        got = [p.get("id") for p in doc.get("data", [])]
+        if got != self.want or doc.get("has_more") is not self.more:
+            raise RuntimeError(
+                f"{self.name}: GET {self.query}: {len(got)} payments "
+                f"from {got[:1]} to {got[-1:]}, has_more {doc.get('has_more')}; "
+                f"expected {len(self.want)} from {self.want[:1]} to "
+                f"{self.want[-1:]}, has_more {self.more}")
+
+    def run(self, rnd):
+        r = super().run(rnd)
+        if self.expect >= 400:
+            if r["bad"] != r["requests"]:
+                raise RuntimeError(f"{r['requests'] - r['bad']} of "
+                                   f"{r['requests']} answers were not "
+                                   f"{self.expect}")
+            r["refused"], r["bad"] = r["bad"], 0
+        return r
+
+
+def pages_server(idem, ctx):
+    """An instance whose store holds one account's S.page_payments payments,
+    written by store_bench payments sealed as the instance seals (its
+    IDEM_SECRET_FILE), or in the clear when it has none; the server, not
+    started, and the payments' ids, newest first."""
+    srv = Server("idem-pages", idem, {"IDEM_PROVIDER_LATENCY_MS": "0"})
+    key = srv.env.get("IDEM_SECRET_FILE", "")
+    d = tempfile.mkdtemp(prefix="pages-", dir=S.fill_root)
+    ids_path = os.path.join(d, "ids")
+    n = S.page_payments
+    argv = [S.store_bench, "payments", "-d", d, "-n", str(n), "-S", ACCOUNT,
+            "-o", ids_path] + (["-k", key] if key else [])
+    S.fill_argv.append(f"store_bench payments -d DIR -n {n} -S {ACCOUNT} -o IDS"
+                       + (" -k KEYFILE (the instance's IDEM_SECRET_FILE)"
+                          if key else ""))
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=3600)
+        if p.returncode != 0:
+            raise RuntimeError("store_bench payments: "
+                               + p.stderr.decode("utf-8", "replace"))
+        secs = time.monotonic() - t0
+        size = os.path.getsize(os.path.join(d, "data.mdb"))
+        with open(ids_path) as f:
+            ids = f.read().split()
+        srv.put_state_file(os.path.join(d, "data.mdb"), "data.mdb")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    if len(ids) != n:
+        raise RuntimeError(f"store_bench payments: {len(ids)} ids, not {n}")
+    ctx["pages_fill"] = (f"{size / 1e6:,.0f} MB written in {secs:.1f} s, "
+                         + ("sealed under the instance's key file" if key else
+                            "in the clear (`IDEM_SECRET_FILE=` set)"))
+    say(f"wrote {n:,} payments of one account in {secs:.1f} s "
+        f"({size / 1e6:,.0f} MB, {'sealed' if key else 'in the clear'})")
+    return srv, ids
+
+
+def page_cases(srv, ids):
+    """The first page, the last page by starting_after, the page before it
+    by ending_before, and a cursor that names no payment."""
+    n = len(ids)
+    at = lambda i: f"{i + 1:,}"          # positions counted from 1, newest first
+    page_no = lambda first: (f" (page {first // PAGE + 1:,})"
+                             if first % PAGE == 0 else "")
+    base = f"/payments?limit={PAGE}"
+    after, before = ids[n - PAGE - 1], ids[n - PAGE]
+    cases = [
+        PageCase("pages-first", f"first page: `limit={PAGE}`", srv, base, 200,
+                 ids[:PAGE], True),
+        PageCase("pages-after", f"`starting_after` payment {at(n - PAGE - 1)}: "
+                 f"payments {at(n - PAGE)}–{at(n - 1)}{page_no(n - PAGE)}",
+                 srv, f"{base}&starting_after={after}", 200, ids[n - PAGE:], False),
+        PageCase("pages-before", f"`ending_before` payment {at(n - PAGE)}: "
+                 f"payments {at(n - 2 * PAGE)}–{at(n - PAGE - 1)}"
+                 f"{page_no(n - 2 * PAGE)}", srv,
+                 f"{base}&ending_before={before}", 200,
+                 ids[n - 2 * PAGE:n - PAGE], True),
+        PageCase("pages-none", "`starting_after` naming no payment", srv,
+                 f"{base}&starting_after={NO_PAYMENT}", 400, None, None),
+    ]
+    return [c for c in cases
+            if not S.cases or c.name in S.cases or "pages" in S.cases]
+
+
+def pages_setup(idem, servers, ctx):
+    """The long list's instance, filled, started and asked once as each
+    case will ask it (a wrong page stops the bench, so that a broken list
+    never shows as a fast one); its cases."""
+    try:
+        srv, ids = pages_server(idem, ctx)
+        servers["idem-pages"] = srv
+        srv.start()
+        cases = page_cases(srv, ids)
+        for c in cases:
+            c.check()
+    except (RuntimeError, OSError, subprocess.TimeoutExpired, ValueError) as e:
+        sys.exit(f"bench: STOPPED: the long list's instance failed its check "
+                 f"(BENCH_PAGES=0 runs without it): {str(e).strip()}")
+    say("the long list's pages answer their check: "
+        + ", ".join(c.name for c in cases))
+    return cases
+
+
+def pages_lines(cases, ctx):
+    """The section's text: what ran, the table, the first page beside the
+    deep ones."""
+    pc = [c for c in cases if c.group == "pages"]
+    if not pc:
+        return ["Not run (BENCH_PAGES=0, or BENCH_CASES named none of "
+                + ", ".join(PAGE_CASES) + ")."]
+    p50 = lambda c: med([r["latency_us"]["p50"] for r in c.results])
+    first = next((c for c in pc if c.name == "pages-first"), None)
+    base = p50(first) if first else None
+    out = [f"`GET /payments` of one account holding {S.page_payments:,} payments "
+           f"({ctx.get('pages_fill', '?')}; `store_bench payments` writes each "
+           "payment's row and index entry as `POST /payments` does, a millisecond "
+           f"apart), {PAGE} a page, on one connection: one request at a time, so "
+           "p50 is a page's time through lighttpd and a worker, with no queue. "
+           "Positions count from the newest payment, 1. Each page's answer was "
+           f"checked once before the rounds; {S.seconds} s per case per round.",
+           "",
+           "| request | status | p50 ms median (min–max) | p99 ms | req/s | "
+           "p50 vs first page |",
+           "|---|---:|---|---:|---:|---:|"]
+    for c in pc:
+        if not c.results:
+            out.append(f"| {c.label} | {c.expect} | failed | | | |")
+            continue
+        vals = [r["latency_us"]["p50"] / 1000 for r in c.results]
+        p99 = med([r["latency_us"]["p99"] for r in c.results])
+        rps = med([r["rps"] for r in c.results])
+        ratio = f"{p50(c) / base:.2f}" if base and p50(c) else "n/a"
+        out.append(f"| {c.label} | {c.expect} | {median_range(vals, '{:.3f}')} | "
+                   f"{p99 / 1000:.3f} | {rps:,.0f} | {ratio} |")
+    for c in pc:
+        for f in c.failures:
+            out.append(f"\n- {c.name}: {f}")
+    deep = [c for c in pc if c.name in ("pages-after", "pages-before") and c.results]
+    if base and deep:
+        worst = max(p50(c) / base for c in deep)
+        out += ["", f"The deep pages' p50 is at most {worst:.2f}× the first "
+                f"page's: {'within' if worst <= 2 else 'outside'} the bar of "
+                "2× (issue 34)."]
+    return out
+
+
+def pages_section(cases, ctx, w):
+    w("## Pages of a long list: the first and the deepest")
+    w("")
+    for line in pages_lines(cases, ctx):
+        w(line)
+    w("")
+
+
+def write_pages_report(path, ctx):
+    """The report of --only pages: the head and the long list's section."""
+    L = []
+    w = L.append
+    report_head(ctx, w)
+    w("Only this part was run (--only pages).")
+    w("")
+    pages_section(ctx["cases"], ctx, w)
+    if ctx["notes"]:
+        w("## Notes from this run")
+        w("")
+        for n in ctx["notes"]:
+            w(f"- {n}")
+        w("")
+    with open(path, "w") as f:
+        f.write("\n".join(L))
+
+
 def machine():
     info = {"nproc": os.cpu_count()}
     try:
@@ -1493,6 +1718,7 @@ def write_report(path, ctx):
             for f in c.failures:
                 w(f"| {label} | {slabel} | failed: {f} | | | | | |")
     w("")
+    pages_section(cases, ctx, w)
     w(f"## Purging {S.purge_keys:,} expired keys while serving")
     w("")
     for line in ctx["purge"]:
@@ -2222,20 +2448,35 @@ def only_peers(args, ctx, servers, idem, started):
     return 1 if any(c.failures for c in cases) else 0
 
 
+def only_pages(args, ctx, servers, idem, started):
+    """--only pages: the long list's cases alone (the bare responder in
+    servers is not started)."""
+    ctx["cases"] = cases = pages_setup(idem, servers, ctx)
+    ctx["fill_argv"] = S.fill_argv
+    run_rounds(cases)
+    for srv in servers.values():
+        srv.stop()
+    ctx["load_after"] = loadavg()
+    ctx["elapsed"] = time.monotonic() - started
+    write_pages_report(args.out, ctx)
+    say(f"wrote {args.out} in {ctx['elapsed']:.0f} s")
+    return 1 if any(c.failures for c in cases) else 0
+
+
 def main():
     global S
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", required=True, help="build directory (--enable-bench)")
     ap.add_argument("--out", default=os.path.join(REPO, "BENCHMARKS.md"))
-    ap.add_argument("--only", choices=("cluster", "peers"),
+    ap.add_argument("--only", choices=("cluster", "peers", "pages"),
                     default=os.environ.get("BENCH_ONLY") or None,
                     help="run only this part (the cluster beside the bare "
-                    "responder; the peers beside idem's cases of their shapes) "
-                    "and write only its section (for working on it); default "
-                    "$BENCH_ONLY")
+                    "responder; the peers beside idem's cases of their shapes; "
+                    "the pages of a long list) and write only its section (for "
+                    "working on it); default $BENCH_ONLY")
     args = ap.parse_args()
-    if args.only not in (None, "cluster", "peers"):
-        ap.error(f"BENCH_ONLY={args.only!r}: cluster or peers")
+    if args.only not in (None, "cluster", "peers", "pages"):
+        ap.error(f"BENCH_ONLY={args.only!r}: cluster, peers or pages")
     S = Settings()
     # The cluster's processes (tests/lib) wait within lib.common's deadline.
     libcommon.DEADLINE.reset(24 * 3600)
@@ -2274,6 +2515,8 @@ def main():
         return only_cluster(args, ctx, servers, idem, started)
     if args.only == "peers":
         return only_peers(args, ctx, servers, idem, started)
+    if args.only == "pages":
+        return only_pages(args, ctx, servers, idem, started)
     servers["idem"] = Server("idem", idem, lat0)
     servers["idem-lat"] = Server("idem-lat", idem,
                                  {"IDEM_PROVIDER_LATENCY_MS": str(S.latency_ms)})
@@ -2298,6 +2541,8 @@ def main():
         servers[n].start()
 
     cases = build_cases(servers, loc)
+    if want_pages():
+        cases += pages_setup(idem, servers, ctx)
     if S.cluster:
         servers.update(cluster_servers(idem))
         cases += [c for c in cluster_cases(servers)
@@ -2325,8 +2570,9 @@ def main():
             S.failed.append("cost")
     ctx["memory"] = [(f"{n} ({'bare' if n == 'bare' else 'idem-fcgi'})", memory(servers[n]))
                      for n in ("bare", "idem", "idem-lat", "idem-10k", "idem-1m")]
-    for n in ("idem-10k", "idem-1m", "idem-lat"):
-        servers[n].stop()
+    for n in ("idem-10k", "idem-1m", "idem-lat", "idem-pages"):
+        if n in servers:
+            servers[n].stop()
 
     purge = None
     finfo = ""
