@@ -35,15 +35,22 @@ cases run, in the order --cases gives (by default all, in this order):
                standby is promoted, then the new leader's Patroni stopped
                and the old primary continued, both so past the ttl, then
                the new leader's Patroni continued;
-  partition    the second host cut off from the primary by its proxy,
-               which stops forwarding both ways with every socket kept
-               open, as a black-holing middlebox does: first at the
-               moment the server leaves one of that host's sessions in
-               a transaction block, else mid-claim, until the primary
-               shows a session of the proxy's idle in transaction (a
-               bounded number of tries; the case says when none was
-               caught); payments through the first host, on the same
-               account, must not stop for more than PARTITION_RESUME_S;
+  partition    refunds of 0.01 of a few acknowledged payments paid
+               through both hosts, and the second host cut off from the
+               primary by its proxy, which stops forwarding both ways
+               with every socket kept open, as a black-holing middlebox
+               does, at the moment a refund's claim through it holds
+               its payment's row lock with its transaction open: the
+               primary must show that session idle in transaction
+               holding the lock, a refund through the first host
+               waiting on it (PARTITION_TRIES cuts at most, else the
+               case fails); payments through the first host, on the
+               same account, and its refunds of each payment must not
+               stop for more than PARTITION_RESUME_S; then each refund
+               answered replays on the other host, each payment's
+               amount refunded is its acknowledged refunds' sum, no more
+               than its amount, and the store's and the provider's
+               refunds are the refunds acknowledged;
   walreceiver  the synchronous standby's WAL receiver stopped (its pid
                from pg_stat_wal_receiver): payments must resume within
                WALRECEIVER_RESUME_S, the leader staying; then continued.
@@ -57,8 +64,9 @@ Idempotent-Replayed: it is counted lost); no read of an acknowledged
 payment is answered 404 at any time (503 with Retry-After may be).  At
 the end: every key replays again, the provider's charges, the store's
 payments and the keys are equal, nothing is left in progress.  A table
-gives each case's seconds without a payment, 503s, lost payments, reads
-answered 404 and requests not answered; the kills' outages and the
+gives each case's seconds without a payment, 503s, lost payments (and
+refunds), reads answered 404 and requests not answered; the kills'
+outages and the
 others' are printed as "failover: summary ...".
 
 Output: "ok - ..." / "FAIL - ...: why" lines and "failover: N passed, N
@@ -69,8 +77,10 @@ failed".  Needs patroni and etcd-server (Debian), and a build with
 import argparse
 import atexit
 import collections
+import decimal
 import http.client
 import itertools
+import json
 import os
 import random
 import secrets
@@ -94,16 +104,30 @@ RESULTS = Results()
 # How long a client waits for an answer: a host must answer within it
 # whatever its store does (each of its waits on a server is bounded).
 ANSWER_S = 30
-# How soon payments must resume on the host that reaches the primary
-# when the other host's session is left idle in transaction (the
-# server's idle_in_transaction_session_timeout ends it), and when the
+# How soon payments, and refunds of the payment whose row lock that
+# session holds, must resume on the host that reaches the primary when
+# the other host's session is left idle in transaction (the server's
+# idle_in_transaction_session_timeout ends it), and when the
 # synchronous standby's WAL receiver stalls (wal_sender_timeout ends its
 # stream, and Patroni names the other standby).
 PARTITION_RESUME_S = 15
 WALRECEIVER_RESUME_S = 20
-# How long the partition case waits for a transaction to be caught open
-# before it stops forwarding at an arbitrary moment instead.
+# The partition case: how many times it cuts the second host off, each
+# time once a refund's claim through it holds the payment's row lock (at
+# most CATCH_S for such a moment), until the server shows that session
+# idle in transaction with a refund through the first host waiting on it
+# (within BLOCK_S); the payments refunded, 0.01 a refund.
+PARTITION_TRIES = 4
 CATCH_S = 10
+BLOCK_S = 4
+REFUND_PAYMENTS = 3
+REFUND_BODY = b'{"amount": 0.01}'
+REFUND_AMOUNT = decimal.Decimal("0.01")
+# What a refund's claim sends, in order, on a session whose transaction
+# then holds the payment's row lock: the claim's count of the scope's
+# records (pg_quota_add), then the first row lock the claim's hook takes
+# (pg_row_read), on the payment's refund totals (refund_totals_read).
+CLAIM_ROW_LOCKED = (b"INSERT INTO idem_quota", b"pg_advisory_xact_lock(")
 CASES = ("kill", "standby", "pause-pg", "pause-node", "stall-new-leader",
          "partition", "walreceiver")
 
@@ -118,6 +142,22 @@ def pay(host, key, body=BODY, account="acct_alpha"):
             "Authorization": f"Bearer {host.secrets[account]}",
             "Content-Type": "application/json",
             "Idempotency-Key": f'"{key}"'}, conn=conn)
+    except (OSError, http.client.HTTPException) as e:
+        return e
+
+
+def refund(host, path, key, account="acct_alpha"):
+    """POST path/refunds (path a payment's) to host with key, a refund of
+    REFUND_AMOUNT: the Reply or the exception."""
+    conn = http.client.HTTPConnection(HOST, host.port,
+                                      timeout=DEADLINE.timeout(ANSWER_S))
+    try:
+        return http_request(host.port, "POST", path + "/refunds",
+                            REFUND_BODY, {
+                                "Authorization":
+                                    f"Bearer {host.secrets[account]}",
+                                "Content-Type": "application/json",
+                                "Idempotency-Key": f'"{key}"'}, conn=conn)
     except (OSError, http.client.HTTPException) as e:
         return e
 
@@ -360,6 +400,110 @@ class Load:
         raise Check(f"{what}: fewer than {n} payments in {seconds:.0f} s")
 
 
+class Refunds:
+    """Refunds of REFUND_AMOUNT of a few acknowledged payments: a client
+    a payment a host, each paying fresh keys through its host alone,
+    each key retried there until it is answered for good (201, or the
+    stored 400 when nothing is left of the payment); bounded by the
+    deadline."""
+
+    def __init__(self, st, paths, lease, pace=0.05):
+        self.st = st
+        self.paths = paths                  # the payments' paths
+        self.lease = lease
+        self.pace = pace
+        self.lock = threading.Lock()
+        self.finals = {}                    # key -> (host index, the final answer)
+        self.path_of = {}                   # key -> the payment's path
+        self.acks = []                      # (monotonic time, host index, path) of each fresh 201
+        self.refusals = []                  # monotonic time of each 503
+        self.bad = []                       # (monotonic time, what)
+        self.unanswered = []                # (monotonic time, host name)
+        self.stop = threading.Event()
+        self.seq = itertools.count()
+        self.threads = [threading.Thread(target=self.client, args=(hi, p),
+                                         daemon=True)
+                        for p in paths for hi in range(len(st.hosts))]
+
+    def one_key(self, hi, path, key):
+        host = self.st.hosts[hi]
+        with self.lock:
+            self.path_of[key] = path
+        while True:
+            if DEADLINE.left() < 20:
+                self.bad.append((time.monotonic(),
+                                 f"refund {key}: not answered for good at "
+                                 "the deadline"))
+                return
+            r = refund(host, path, key)
+            now = time.monotonic()
+            if isinstance(r, Reply) and (r.status == 201 or (
+                    r.status == 400 and b"refund-exceeds-payment" in r.body)):
+                with self.lock:
+                    self.finals[key] = (hi, r)
+                    if r.status == 201:
+                        self.acks.append((now, hi, path))
+                return
+            if isinstance(r, Reply) and r.status in (409, 503):
+                if r.status == 503:
+                    with self.lock:
+                        self.refusals.append(now)
+                ra = r.header("Retry-After") or ""
+                if not ra.isdigit() or not 1 <= int(ra) <= self.lease:
+                    self.bad.append((now, f"refund {key}: {r.status} with "
+                                     f"Retry-After {ra!r}"))
+                    ra = "1"
+                time.sleep(min(int(ra), 2) if r.status == 409 else 0.5)
+                continue
+            if isinstance(r, TimeoutError):
+                with self.lock:
+                    self.unanswered.append((now, host.name))
+                continue
+            self.bad.append((now, f"refund {key} on {host.name}: {brief(r)}"))
+            time.sleep(0.5)
+
+    def client(self, hi, path):
+        while not self.stop.is_set():
+            self.one_key(hi, path, f"failover-refund-{next(self.seq)}-"
+                         f"{secrets.token_hex(6)}")
+            time.sleep(self.pace)
+
+    def start(self):
+        for th in self.threads:
+            th.start()
+
+    def finish(self):
+        self.stop.set()
+        for th in self.threads:
+            th.join(DEADLINE.timeout(ANSWER_S * 2))
+        return not any(th.is_alive() for th in self.threads)
+
+    def wait_acks(self, n, seconds, what, host):
+        """A bounded poll: n more 201s through host for each payment."""
+        def counts():
+            with self.lock:
+                got = collections.Counter(p for _, hi, p in self.acks
+                                          if hi == host)
+            return [got[p] for p in self.paths]
+        want = [k + n for k in counts()]
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if all(k >= w for k, w in zip(counts(), want)):
+                return
+            time.sleep(0.1)
+        raise Check(f"{what}: fewer than {n} refunds of each payment in "
+                    f"{seconds:.0f} s")
+
+    def gap(self, t, end, host, path):
+        """The longest time from t to end without a refund of path
+        acknowledged through host."""
+        with self.lock:
+            times = sorted(a for a, hi, p in self.acks
+                           if t <= a <= end and hi == host and p == path)
+        marks = [t] + times + [end]
+        return max(b - a for a, b in zip(marks, marks[1:]))
+
+
 class Readers:
     """A thread a host reading acknowledged payments back (GET of the
     201's Location, the same account's key), the latest acknowledged
@@ -440,6 +584,9 @@ class Case:
         self.why = None
         self.problems = []      # what went wrong, the case going on
         self.caught = None      # partition: what the cut caught
+        self.refunds = None     # partition: its Refunds
+        self.refunds_lost = []  # (key, what was wrong) of refunds lost
+        self.outcome = ""       # said after the case's figures when it passes
         self.notes = []
 
     def note(self, msg):
@@ -611,125 +758,212 @@ def stall_new_leader(st, load, c):
     load.wait_acks(10, DEADLINE.timeout(60), f"{c.name}: after")
 
 
-def idle_in_transaction(db, node, ports):
-    """The sessions on node from the given client ports that are idle in
-    a transaction: (pid, client port, advisory locks held, seconds idle)."""
-    if not ports:
-        return []
+def held_idle(db, node, port, others):
+    """The session on node from client port port, as a dict: its pid and
+    state, the exclusive advisory locks it holds (a row's lock, or a
+    scope's gate taken alone), the tables it holds row locks in, and
+    how many sessions from other ports than others wait on it; None when
+    there is none."""
     rows = db.node_query(node, (
-        "SELECT a.pid, a.client_port, (SELECT count(*) FROM pg_locks l "
-        "WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted), "
-        "round(extract(epoch FROM now() - a.state_change)::numeric, 1) "
-        "FROM pg_stat_activity a WHERE a.state LIKE 'idle in transaction%' "
-        "AND a.client_port IN (" + ",".join(str(p) for p in sorted(ports))
-        + ")"), db="postgres")
-    return [tuple(r) for r in rows if len(r) == 4]
+        "SELECT a.pid, a.state, "
+        "(SELECT count(*) FROM pg_locks l WHERE l.pid = a.pid AND "
+        "l.granted AND l.locktype = 'advisory' AND "
+        "l.mode = 'ExclusiveLock'), "
+        "(SELECT coalesce(string_agg(DISTINCT c.relname::text, ' '), '') "
+        "FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE "
+        "l.pid = a.pid AND l.granted AND c.relkind = 'r' AND "
+        "l.mode IN ('RowShareLock', 'RowExclusiveLock')), "
+        "(SELECT count(*) FROM pg_stat_activity w WHERE a.pid = "
+        "ANY(pg_blocking_pids(w.pid)) AND w.client_port NOT IN ("
+        + ",".join(str(p) for p in sorted(set(others) | {port})) + ")) "
+        f"FROM pg_stat_activity a WHERE a.client_port = {int(port)}"),
+        db="idem")
+    for r in rows:
+        if len(r) == 5:
+            return {"pid": int(r[0]), "state": r[1], "locks": int(r[2]),
+                    "tables": r[3], "waiting": int(r[4])}
+    return None
 
 
-def lock_holders(db, node, ports):
-    """The sessions on node from the given client ports that hold an
-    advisory lock, in any state: (pid, state)."""
-    if not ports:
-        return []
-    rows = db.node_query(node, (
-        "SELECT a.pid, a.state FROM pg_stat_activity a WHERE EXISTS "
-        "(SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND "
-        "l.locktype = 'advisory' AND l.granted) AND a.client_port IN ("
-        + ",".join(str(p) for p in sorted(ports)) + ")"))
-    return [tuple(r) for r in rows if len(r) == 2]
+def held_payment_lock(h):
+    """Whether h (held_idle's) is a session left idle in transaction
+    holding a lock another session waits for."""
+    return h is not None and h["state"].startswith("idle in transaction") \
+        and h["locks"] > 0 and h["waiting"] > 0
 
 
-def session_alive(db, node, pid):
-    try:
-        return db.node_query(node, "SELECT state FROM pg_stat_activity "
-                             f"WHERE pid = {int(pid)}")
-    except RuntimeError:
-        return []
+def refund_outcome(st, c, refunds, before):
+    """After the partition case: each payment's amount refunded (GET of
+    the payment) is what its acknowledged refunds add up to, and no
+    more than its amount; the store's refunds and the provider's are
+    the refunds acknowledged; every refund answered for good replays on
+    the other host (a refund lost comes back fresh: counted lost)."""
+    with refunds.lock:
+        finals = dict(refunds.finals)
+        path_of = dict(refunds.path_of)
+    acked = collections.Counter(path_of[k] for k, (_, r) in finals.items()
+                                if r.status == 201)
+    n = sum(acked.values())
+    for p in refunds.paths:
+        end = time.monotonic() + 60
+        while True:
+            r = read_payment(st.hosts[0], p)
+            if not (isinstance(r, Reply) and r.status == 503) or \
+                    time.monotonic() > end:
+                break
+            time.sleep(0.5)
+        if not (isinstance(r, Reply) and r.status == 200):
+            c.problems.append(f"GET {p}: {brief(r)}")
+            continue
+        body = json.loads(r.body, parse_float=decimal.Decimal)
+        paid = decimal.Decimal(body.get("amount", 0))
+        got = decimal.Decimal(body.get("amount_refunded", 0))
+        if got > paid:
+            c.problems.append(f"{p}: {got} refunded of {paid}")
+        if got != acked[p] * REFUND_AMOUNT:
+            c.problems.append(f"{p}: {got} refunded, {acked[p]} refunds of "
+                              f"{REFUND_AMOUNT} acknowledged")
+    after = st.stats()
+    for k in ("refunds", "provider_refunds"):
+        d = after.get(k, 0) - before.get(k, 0)
+        if d != n:
+            c.problems.append(f"{n} refunds acknowledged, but {k} {d}")
+    problems = verify_keys(st, list(finals.items()),
+                           send=lambda h, k: refund(h, path_of[k], k))
+    c.refunds_lost = sorted(problems.items())
+    return n
 
 
-def partition(st, load, c, attempts=3):
+def partition(st, load, c, attempts=PARTITION_TRIES):
     """The second host cut off from the primary by its proxy (both
-    directions, sockets kept open) while it pays: first at the moment
-    the server leaves one of that host's sessions in a transaction block
-    (the proxy watches for it for CATCH_S), then, if none opens one, at
-    arbitrary moments mid-claim.  Each time the primary is asked for a
-    session of that host idle in transaction; until one is caught the
-    partition is lifted and tried again (attempts in all).  While the
-    last partition lasts (PARTITION_RESUME_S and 5 s more), payments
-    through the first host, which reaches the primary directly, must
-    not stop for longer than PARTITION_RESUME_S."""
+    directions, sockets kept open) while payments go on and refunds of
+    a few acknowledged payments are paid through both hosts: at the
+    moment the server's answer says that the transaction of a refund's
+    claim through that host is open, the claim having taken the
+    payment's row lock (CLAIM_ROW_LOCKED sent).  The primary must then
+    show that session idle in transaction holding an exclusive advisory
+    lock with a session of the first host waiting on it (within
+    BLOCK_S); until one is caught the partition is lifted and tried
+    again, attempts in all, and the case fails when none is.  While the
+    partition lasts (PARTITION_RESUME_S and 5 s more), neither payments
+    through the first host nor its refunds of each payment may stop for
+    longer than PARTITION_RESUME_S.  Then refund_outcome."""
     db = st.db
     leader, _ = before_fault(st, load, c.name)
     node, x = db.node(leader), st.proxies[leader]
+    cut, direct = st.hosts[1].name, st.hosts[0].name
+    with load.lock:
+        paths = [urllib.parse.urlsplit(r.header("Location") or "").path
+                 for _, r in list(load.finals.values())[-REFUND_PAYMENTS:]]
+    before = st.stats()
+    refunds = c.refunds = Refunds(st, paths, load.lease)
     stop_probe = threading.Event()
     probe = threading.Thread(target=load.probe, args=(0, stop_probe),
                              daemon=True)
     probe.start()
-    c.t0 = time.monotonic()
-    found = []
+    refunds.start()
+    found = None
     try:
+        for hi, h in enumerate(st.hosts):
+            refunds.wait_acks(2, DEADLINE.timeout(60), f"{c.name}: refunds "
+                              f"through {h.name} before the cut", hi)
+        c.t0 = time.monotonic()
         for attempt in range(1, attempts + 1):
-            if attempt == 1:
-                x.stop_in_transaction()
-                end = time.monotonic() + CATCH_S
-                while x.caught is None and time.monotonic() < end:
-                    time.sleep(0.05)
-                how = "a transaction seen open" if x.caught is not None \
-                    else f"no transaction seen open in {CATCH_S} s"
-            else:
-                # Mid-claim: once the next few payments are answered.
-                load.wait_acks(random.randint(1, 5), DEADLINE.timeout(60),
-                               f"{c.name}: payments before attempt {attempt}")
-                how = "mid-claim"
-            x.stop()
-            t = time.monotonic()
+            x.stop_in_transaction(after=CLAIM_ROW_LOCKED)
+            end = time.monotonic() + CATCH_S
+            while x.caught is None and time.monotonic() < end:
+                time.sleep(0.05)
+            x.disarm()
+            if x.caught is None:
+                c.note(f"attempt {attempt}: no refund's claim through {cut} "
+                       f"seen open with a row lock in {CATCH_S} s")
+                continue
+            t = x.stopped_at
             # The server has what reached it before the stop: a bounded
-            # poll for a session of the proxy's idle in transaction.
-            found = []
-            while not found and time.monotonic() < t + 3:
-                found = idle_in_transaction(db, node, x.upstream_ports())
+            # poll for a refund through the first host waiting on the
+            # session cut off.
+            h = None
+            while time.monotonic() < t + BLOCK_S:
+                h = held_idle(db, node, x.caught, x.upstream_ports())
+                if h is None or held_payment_lock(h):
+                    break
                 time.sleep(0.2)
-            held = lock_holders(db, node, x.upstream_ports())
-            c.note(f"attempt {attempt}: {st.hosts[1].name} cut off from "
-                   f"{leader} ({how}); sessions idle in transaction: "
-                   + (", ".join(f"pid {r[0]} ({r[2]} advisory locks)"
-                                for r in found) or "none")
-                   + "; holding advisory locks: "
-                   + (", ".join(f"pid {r[0]} ({r[1]})" for r in held)
-                      or "none"))
-            if found or attempt == attempts:
+            c.note(f"attempt {attempt}: {cut} cut off from {leader} with a "
+                   "refund's claim open; its session " + (
+                       "gone" if h is None else
+                       f"pid {h['pid']} {h['state']}, {h['locks']} "
+                       "exclusive advisory locks, row locks in "
+                       f"{h['tables'] or 'no table'}, {h['waiting']} sessions "
+                       f"of {direct} waiting on it"))
+            if held_payment_lock(h):
+                found = h
                 break
             x.resume()
-        c.caught = len(found)
-        if not found:
-            c.note(f"no session caught idle in transaction in {attempts} "
-                   "attempts")
-        # The fault's length: the partition holds past the bound on the
-        # first host's outage.
-        end = t + PARTITION_RESUME_S + 5
-        gone = None
-        while time.monotonic() < end:
-            if found and gone is None and not any(
-                    session_alive(db, node, r[0]) for r in found):
-                gone = time.monotonic() - t
-            time.sleep(0.2)
-        if found:
-            c.note("the caught session " + (
-                f"ended by the server after {gone:.1f} s" if gone is not None
-                else f"still there after {time.monotonic() - t:.1f} s"))
-        direct = load.gap(t, host=0)
-        c.note(f"{direct:.1f} s at most without a payment through "
-               f"{st.hosts[0].name} during the partition")
-        expect(direct <= PARTITION_RESUME_S,
-               f"payments through {st.hosts[0].name} stopped for "
-               f"{direct:.1f} s while {st.hosts[1].name} was cut off "
-               f"(bound {PARTITION_RESUME_S} s)")
+        c.caught = 1 if found else 0
+        if found is not None:
+            watch(st, load, c, refunds, node, x, t, found)
+        else:
+            c.problems.append(
+                f"no session of {cut} caught idle in transaction holding a "
+                f"lock that {direct} waits for, in {attempts} attempts")
     finally:
         x.resume()
         stop_probe.set()
         probe.join(DEADLINE.timeout(ANSWER_S + 10))
+        if not refunds.finish():
+            c.problems.append("refund clients still running at the deadline")
     settle(st, c.name)
+    n = refund_outcome(st, c, refunds, before)
+    c.outcome += (f"; {n} refunds of {len(paths)} payments acknowledged "
+                  "through both hosts, none lost, none past its payment")
     load.wait_acks(10, DEADLINE.timeout(60), f"{c.name}: after")
+
+
+def watch(st, load, c, refunds, node, x, t, found):
+    """The partition held from t, when found (held_idle's, a session of
+    x's on node) was caught, past the bound on the first host's outage:
+    whether the server ends the session, and how long payments and each
+    payment's refunds through the first host stop."""
+    db = st.db
+    cut, direct = st.hosts[1].name, st.hosts[0].name
+    # The fault's length: the partition holds past the bound.
+    end = t + PARTITION_RESUME_S + 5
+    gone, waiting = None, found["waiting"]
+    while time.monotonic() < end:
+        if gone is None:
+            h = held_idle(db, node, x.caught, x.upstream_ports())
+            if h is None:
+                gone = time.monotonic() - t
+            else:
+                waiting = max(waiting, h["waiting"])
+        time.sleep(0.2)
+    watched = time.monotonic()
+    c.note("the caught session " + (
+        f"ended by the server after {gone:.1f} s" if gone is not None
+        else f"still there after {watched - t:.1f} s")
+        + f"; at most {waiting} sessions of {direct} waiting on it")
+    gaps = [refunds.gap(t, watched, 0, p) for p in refunds.paths]
+    c.note("at most " + ", ".join(f"{g:.1f}" for g in gaps)
+           + f" s without a refund of each payment through {direct} "
+           "during the partition")
+    for p, g in zip(refunds.paths, gaps):
+        if g > PARTITION_RESUME_S:
+            c.problems.append(
+                f"refunds of {p} through {direct} stopped for {g:.1f} s "
+                f"while {cut} was cut off (bound {PARTITION_RESUME_S} s)")
+    pays = load.gap(t, watched, host=0)
+    c.note(f"{pays:.1f} s at most without a payment through {direct} "
+           "during the partition")
+    if pays > PARTITION_RESUME_S:
+        c.problems.append(
+            f"payments through {direct} stopped for {pays:.1f} s while "
+            f"{cut} was cut off (bound {PARTITION_RESUME_S} s)")
+    c.outcome = (f"; a claim's session of {cut} caught idle in transaction "
+                 "holding its payment's row lock, "
+                 + (f"ended by the server after {gone:.1f} s"
+                    if gone is not None else "never ended")
+                 + f", refunds through {direct} resumed within "
+                 f"{max(gaps):.1f} s")
 
 
 def stall_walreceiver(st, load, c):
@@ -757,10 +991,11 @@ def stall_walreceiver(st, load, c):
     expect(db.leader() == leader, f"the leader moved to {db.leader()}")
 
 
-def verify_keys(st, keys, deadline_s=60):
+def verify_keys(st, keys, deadline_s=60, send=pay):
     """Each acknowledged key replayed on the host that did not answer its
-    201, retried past 503 and 409: the keys whose replay is not the
-    201 byte for byte, with what was wrong."""
+    201 (send(host, key): a payment's POST, by default), retried past
+    503 and 409: the keys whose replay is not the 201 byte for byte,
+    with what was wrong."""
     problems = {}
     work = list(keys)
     lock = threading.Lock()
@@ -774,7 +1009,7 @@ def verify_keys(st, keys, deadline_s=60):
             other = st.hosts[(hi + 1) % len(st.hosts)]
             end = time.monotonic() + deadline_s
             while True:
-                again = pay(other, key)
+                again = send(other, key)
                 if not (isinstance(again, Reply) and again.status in
                         (409, 503)) or time.monotonic() > end:
                     break
@@ -815,6 +1050,12 @@ def close_case(st, load, readers, c, since, lost_before):
         c.refusals = sum(1 for a in load.refusals if since <= a < now)
         c.unanswered = sum(1 for a, _ in load.unanswered if since <= a < now)
         c.bad = [w for a, w in load.bad if since <= a < now]
+    if c.refunds is not None:
+        r = c.refunds
+        with r.lock:
+            c.refusals += len(r.refusals)
+            c.unanswered += len(r.unanswered)
+            c.bad += [w for _, w in r.bad]
     if c.t0 is not None:
         c.gap = load.gap(c.t0, c.t1)
     return now
@@ -825,6 +1066,10 @@ def report_case(c):
     if c.lost:
         why.append(f"{len(c.lost)} acknowledged payments lost: "
                    + "; ".join(p for _, ps in c.lost[:3] for p in ps[:1]))
+    if c.refunds_lost:
+        why.append(f"{len(c.refunds_lost)} acknowledged refunds lost: "
+                   + "; ".join(p for _, ps in c.refunds_lost[:3]
+                               for p in ps[:1]))
     if c.reads["404"]:
         why.append(f"{c.reads['404']} reads of acknowledged payments "
                    "answered 404: " + "; ".join(
@@ -842,11 +1087,8 @@ def report_case(c):
     if why:
         RESULTS.fail(c.name, "\n".join(why))
     else:
-        caught = "" if c.caught is None else \
-            f", {c.caught} caught idle in transaction" if c.caught else \
-            ", no session caught idle in transaction"
         RESULTS.ok(f"{c.name}: {c.keys} payments acknowledged, none lost, "
-                   f"no acknowledged payment read as 404{caught}")
+                   f"no acknowledged payment read as 404{c.outcome}")
 
 
 def print_table(cases, double):
@@ -854,11 +1096,13 @@ def print_table(cases, double):
           "404 reads  reads  no answer", flush=True)
     for c in cases:
         gap = f"{c.gap:.1f}" if c.gap is not None else "-"
-        print(f"# {c.short:<24} {gap:>12} {c.refusals:>5} {len(c.lost):>5} "
+        lost = len(c.lost) + len(c.refunds_lost)
+        print(f"# {c.short:<24} {gap:>12} {c.refusals:>5} {lost:>5} "
               f"{'-':>7} {c.reads['404']:>10} {sum(c.reads.values()):>6} "
               f"{c.unanswered + c.reads['no answer']:>10}", flush=True)
     print(f"# {'all':<24} {'':>12} {sum(c.refusals for c in cases):>5} "
-          f"{sum(len(c.lost) for c in cases):>5} {double:>7} "
+          f"{sum(len(c.lost) + len(c.refunds_lost) for c in cases):>5} "
+          f"{double:>7} "
           f"{sum(c.reads['404'] for c in cases):>10} "
           f"{sum(sum(c.reads.values()) for c in cases):>6} "
           f"{sum(c.unanswered + c.reads['no answer'] for c in cases):>10}",

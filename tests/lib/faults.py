@@ -10,6 +10,8 @@ processes and a TCP proxy that stops forwarding.
     x = Proxy(port)          # 127.0.0.1:x.port forwards to 127.0.0.1:port
     x.stop(); x.resume()     # stop and resume forwarding, both directions
     x.stop_in_transaction()  # stop once the server says a transaction is open
+    x.stop_in_transaction(after=(b"...", ...))
+                             # ... one in which the client has sent those, in order
     x.upstream_ports()       # the proxy's own ports towards the server
     x.close()
 
@@ -140,8 +142,10 @@ def walreceiver_pid(cluster, node):
     return int(rows[0][0]) if rows and rows[0] and rows[0][0] else None
 
 
-# ReadyForQuery saying a transaction block is open: 'Z', length 5, 'T'.
+# ReadyForQuery saying a transaction block is open: 'Z', length 5, 'T';
+# saying none is: 'I'.
 _IN_TRANSACTION = b"Z\x00\x00\x00\x05T"
+_IDLE = b"Z\x00\x00\x00\x05I"
 
 
 class Proxy:
@@ -164,6 +168,7 @@ class Proxy:
         self.conns = []                 # (client socket, upstream socket)
         self.ports = set()              # upstream local ports, open
         self.armed = False
+        self.after = None               # what the client must have sent first
         self.caught = None              # the upstream port stop_in_transaction stopped on
         self.stopped_at = None
         threading.Thread(target=self._accept, daemon=True).start()
@@ -176,14 +181,19 @@ class Proxy:
                 self.stopped_at = time.monotonic()
             self.forwarding.clear()
 
-    def stop_in_transaction(self):
+    def stop_in_transaction(self, after=None):
         """Stops forwarding, both directions, right after the server's
         answer that ends with a transaction block open (ReadyForQuery
         'T') has gone to the client: the server's session is left idle
         in transaction, the client's next statement never arriving.
-        caught says which session (its upstream port)."""
+        With after (byte strings), only in a transaction block in which
+        the client has sent each of them, in that order (in statements'
+        text, say), since the server last said no block was open
+        (ReadyForQuery 'I').  caught says which session (its upstream
+        port)."""
         with self.lock:
             self.caught = None
+            self.after = tuple(after) if after else None
             self.armed = True
 
     def disarm(self):
@@ -248,9 +258,13 @@ class Proxy:
             self.conns.append(pair)
             self.ports.add(port)
         done = threading.Event()
-        threading.Thread(target=self._pump, args=(c, u, None, done),
+        # What the client has sent in the open transaction block: how
+        # many of the byte strings stop_in_transaction waits for, and its
+        # last bytes (a string may straddle two reads).
+        block = {"step": 0, "tail": b""}
+        threading.Thread(target=self._pump, args=(c, u, None, done, block),
                          daemon=True).start()
-        self._pump(u, c, port, done)
+        self._pump(u, c, port, done, block)
         done.wait()
         with self.lock:
             if pair in self.conns:
@@ -262,10 +276,30 @@ class Proxy:
             except OSError:
                 pass
 
-    def _pump(self, src, dst, port, done):
+    def _seen(self, block, data):
+        """The client's data, looked through for the byte strings
+        stop_in_transaction waits for."""
+        with self.lock:
+            after = self.after if self.armed else None
+        if not after:
+            return
+        seen = block["tail"] + data
+        while block["step"] < len(after):
+            want = after[block["step"]]
+            i = seen.find(want)
+            if i < 0:
+                block["tail"] = seen[-(len(want) - 1):] if len(want) > 1 \
+                    else b""
+                return
+            block["step"] += 1
+            seen = seen[i + len(want):]
+        block["tail"] = b""
+
+    def _pump(self, src, dst, port, done, block):
         """src to dst while forwarding; port is set for the server's
-        direction (upstream to client).  Either side's end or error ends
-        both directions."""
+        direction (upstream to client), block is the connection's
+        transaction block as the client's direction sees it.  Either
+        side's end or error ends both directions."""
         try:
             while not self.closed.is_set() and not done.is_set():
                 if not self.forwarding.wait(0.1):
@@ -279,10 +313,18 @@ class Proxy:
                 data = src.recv(65536)
                 if not data:
                     break
+                if port is None:
+                    self._seen(block, data)
+                elif data.endswith(_IDLE):
+                    # Before the client hears it, so before it can send
+                    # what opens the next block.
+                    block["step"] = 0
+                    block["tail"] = b""
                 dst.sendall(data)
                 if port is not None and data.endswith(_IN_TRANSACTION):
                     with self.lock:
-                        if self.armed:
+                        if self.armed and (self.after is None or
+                                           block["step"] == len(self.after)):
                             self.armed = False
                             self.caught = port
                             self.stopped_at = time.monotonic()
