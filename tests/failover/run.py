@@ -785,6 +785,18 @@ def held_idle(db, node, port, others):
     return None
 
 
+def idle_holding(db, node, ports):
+    """How many sessions on node from the given client ports are idle in
+    a transaction holding an exclusive advisory lock."""
+    rows = db.node_query(node, (
+        "SELECT count(*) FROM pg_stat_activity a WHERE a.state LIKE "
+        "'idle in transaction%' AND a.client_port IN ("
+        + ",".join(str(p) for p in sorted(ports)) + ") AND EXISTS (SELECT 1 "
+        "FROM pg_locks l WHERE l.pid = a.pid AND l.granted AND "
+        "l.locktype = 'advisory' AND l.mode = 'ExclusiveLock')"))
+    return int(rows[0][0]) if rows and rows[0] else 0
+
+
 def held_payment_lock(h):
     """Whether h (held_idle's) is a session left idle in transaction
     holding a lock another session waits for."""
@@ -894,7 +906,9 @@ def partition(st, load, c, attempts=PARTITION_TRIES):
                        f"pid {h['pid']} {h['state']}, {h['locks']} "
                        "exclusive advisory locks, row locks in "
                        f"{h['tables'] or 'no table'}, {h['waiting']} sessions "
-                       f"of {direct} waiting on it"))
+                       f"of {direct} waiting on it")
+                   + f"; {idle_holding(db, node, x.upstream_ports())} "
+                   f"sessions of {cut} idle in transaction holding one")
             if held_payment_lock(h):
                 found = h
                 break
