@@ -105,15 +105,27 @@ lstore_held(const struct store_env *e)
  * gate when its begin met MDB_MAP_RESIZED: when it has changed, another
  * thread remapped meanwhile and the caller only begins again.
  */
+/*
+ * Takes e's gate exclusive, counted among the threads waiting to remap
+ * while it waits (tests read the count).
+ */
 static int
-lstore_remap(struct store_env *e, unsigned seen)
+lstore_gate_wrlock(struct store_env *e)
 {
 	int rc;
 
 	__atomic_add_fetch(&e->remap_waiting, 1, __ATOMIC_SEQ_CST);
 	rc = pthread_rwlock_wrlock(&e->gate);
 	__atomic_sub_fetch(&e->remap_waiting, 1, __ATOMIC_SEQ_CST);
-	if (rc != 0)
+	return rc;
+}
+
+static int
+lstore_remap(struct store_env *e, unsigned seen)
+{
+	int rc;
+
+	if ((rc = lstore_gate_wrlock(e)) != 0)
 		return rc;
 	if (__atomic_load_n(&e->remaps, __ATOMIC_SEQ_CST) == seen &&
 	    e->map_rc == 0) {
@@ -139,10 +151,7 @@ lstore_map_adopt(struct store_env *e, int *grew)
 	int rc;
 
 	*grew = 0;
-	__atomic_add_fetch(&e->remap_waiting, 1, __ATOMIC_SEQ_CST);
-	rc = pthread_rwlock_wrlock(&e->gate);
-	__atomic_sub_fetch(&e->remap_waiting, 1, __ATOMIC_SEQ_CST);
-	if (rc != 0)
+	if ((rc = lstore_gate_wrlock(e)) != 0)
 		return rc;
 	if (e->map_rc != 0 || (rc = mdb_env_info(e->env, &before)) != 0)
 		goto out;
