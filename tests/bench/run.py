@@ -1275,7 +1275,7 @@ def pages_lines(cases, ctx):
         worst = max(p50(c) / base for c in deep)
         out += ["", f"The deep pages' p50 is at most {worst:.2f}× the first "
                 f"page's: {'within' if worst <= 2 else 'outside'} the bar of "
-                "2× (issue 34)."]
+                "2× (a page costs its own size, wherever it lies)."]
     return out
 
 
@@ -1287,14 +1287,15 @@ def pages_section(cases, ctx, w):
     w("")
 
 
-def write_pages_report(path, ctx):
-    """The report of --only pages: the head and the long list's section."""
+def write_part_report(path, ctx, part, section):
+    """The report of --only PART: the head, section(w)'s lines and the
+    run's notes."""
     L = []
     w = L.append
     report_head(ctx, w)
-    w("Only this part was run (--only pages).")
+    w(f"Only this part was run (--only {part}).")
     w("")
-    pages_section(ctx["cases"], ctx, w)
+    section(w)
     if ctx["notes"]:
         w("## Notes from this run")
         w("")
@@ -1844,24 +1845,6 @@ def peers_section(cases, w):
     for line in peers_lines(cases):
         w(line)
     w("")
-
-
-def write_peers_report(path, ctx):
-    """The report of --only peers: the head and the peers' section."""
-    L = []
-    w = L.append
-    report_head(ctx, w)
-    w("Only this part was run (--only peers).")
-    w("")
-    peers_section(ctx["cases"], w)
-    if ctx["notes"]:
-        w("## Notes from this run")
-        w("")
-        for n in ctx["notes"]:
-            w(f"- {n}")
-        w("")
-    with open(path, "w") as f:
-        f.write("\n".join(L))
 
 
 def cluster_section(cases, bare, w, first=None):
@@ -2443,7 +2426,8 @@ def only_peers(args, ctx, servers, idem, started):
         srv.stop()
     ctx["load_after"] = loadavg()
     ctx["elapsed"] = time.monotonic() - started
-    write_peers_report(args.out, ctx)
+    write_part_report(args.out, ctx, "peers",
+                      lambda w: peers_section(ctx["cases"], w))
     say(f"wrote {args.out} in {ctx['elapsed']:.0f} s")
     return 1 if any(c.failures for c in cases) else 0
 
@@ -2458,7 +2442,8 @@ def only_pages(args, ctx, servers, idem, started):
         srv.stop()
     ctx["load_after"] = loadavg()
     ctx["elapsed"] = time.monotonic() - started
-    write_pages_report(args.out, ctx)
+    write_part_report(args.out, ctx, "pages",
+                      lambda w: pages_section(ctx["cases"], ctx, w))
     say(f"wrote {args.out} in {ctx['elapsed']:.0f} s")
     return 1 if any(c.failures for c in cases) else 0
 
