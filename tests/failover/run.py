@@ -291,6 +291,21 @@ class Stack:
         self.db.stop(keep=self.keep)
 
 
+def back_off(load, r, now, what):
+    """A 409 or 503 that a client of load (a Load or Refunds: its lock,
+    refusals, bad and lease) got: a 503 counted as a refusal, its
+    Retry-After checked (1 to the lease), and the client's own back-off,
+    as Retry-After asks."""
+    if r.status == 503:
+        with load.lock:
+            load.refusals.append(now)
+    ra = r.header("Retry-After") or ""
+    if not ra.isdigit() or not 1 <= int(ra) <= load.lease:
+        load.bad.append((now, f"{what}: {r.status} with Retry-After {ra!r}"))
+        ra = "1"
+    time.sleep(min(int(ra), 2) if r.status == 409 else 0.5)
+
+
 class Load:
     """Clients paying fresh keys, each retried until its 201; bounded by
     a number of keys and by the deadline."""
@@ -329,15 +344,7 @@ class Load:
             if isinstance(r, Reply) and r.status in (409, 503):
                 with self.lock:
                     self.transient[r.status] += 1
-                    if r.status == 503:
-                        self.refusals.append(now)
-                ra = r.header("Retry-After") or ""
-                if not ra.isdigit() or not 1 <= int(ra) <= self.lease:
-                    self.bad.append((now, f"{key}: {r.status} with "
-                                     f"Retry-After {ra!r}"))
-                    ra = "1"
-                # The client's own back-off, as Retry-After asks.
-                time.sleep(min(int(ra), 2) if r.status == 409 else 0.5)
+                back_off(self, r, now, key)
                 continue
             if isinstance(r, TimeoutError):
                 with self.lock:
@@ -445,15 +452,7 @@ class Refunds:
                         self.acks.append((now, hi, path))
                 return
             if isinstance(r, Reply) and r.status in (409, 503):
-                if r.status == 503:
-                    with self.lock:
-                        self.refusals.append(now)
-                ra = r.header("Retry-After") or ""
-                if not ra.isdigit() or not 1 <= int(ra) <= self.lease:
-                    self.bad.append((now, f"refund {key}: {r.status} with "
-                                     f"Retry-After {ra!r}"))
-                    ra = "1"
-                time.sleep(min(int(ra), 2) if r.status == 409 else 0.5)
+                back_off(self, r, now, f"refund {key}")
                 continue
             if isinstance(r, TimeoutError):
                 with self.lock:
