@@ -224,6 +224,15 @@ provider_refund(struct provider *p, const char *key, int64_t amount,
 		e = ledger_add(key, amount, currency, PROVIDER_REFUNDED);
 		out->outcome = PROVIDER_REFUNDED;
 		snprintf(out->id, sizeof(out->id), "%s", e->id);
+		/*
+		 * The completer's request stands for the claim it holds now,
+		 * which may not be the one it listed: that one's own request
+		 * may have released it since, and a retry claimed the key
+		 * afresh.  Its path is the held claim's.
+		 */
+		if (rq != NULL && rq->worker == SIM_COMPLETER)
+			check_claim_path(rq->scope, rq->key, rq->path,
+			    sizeof(rq->path));
 		simprov_payment_of(rq, payment, sizeof(payment));
 		trace("provider refunds %" PRId64 " %s of %s under %s: %s",
 		    amount, currency, payment, key, e->id);
