@@ -214,6 +214,7 @@ struct store_env {
 	unsigned remaps;
 	unsigned remap_waiting;
 	size_t map_want;            /* this process's size (0: the default) */
+	uint64_t adopt_due_ms;      /* lstore_map_adopt_due's, atomic */
 };
 
 /* A handle: the interface's base first, then the backend's state. */
@@ -257,6 +258,12 @@ int lstore_gate_init(struct store_env *e);
  * the store's room by the store's own size.  0, or LMDB's error.
  */
 int lstore_map_adopt(struct store_env *e, int *grew);
+/*
+ * Whether a full claim may adopt now: once per LSTORE_ADOPT_MS an
+ * environment, whichever thread asks first (CLOCK_MONOTONIC).
+ */
+#define LSTORE_ADOPT_MS 1000
+int lstore_map_adopt_due(struct store_env *e);
 void lstore_gate_destroy(struct store_env *e);
 /*
  * Every transaction's begin and end.  The env forms give LMDB's codes

@@ -329,9 +329,12 @@ lstore_claim(struct store *base, const char *scope, const char *key,
 	/*
 	 * Full by this process's map: another process may have given the
 	 * store a larger one, which its writes have not yet made this
-	 * process meet (MDB_MAP_RESIZED).  Adopt it and claim again.
+	 * process meet (MDB_MAP_RESIZED).  Adopt it and claim again; at
+	 * most once a second, since the adoption remaps with the gate
+	 * exclusive, and a store that is full indeed refuses every claim.
 	 */
 	if (rc == IDEM_EFULL && !lstore_txn_held(s->e) &&
+	    lstore_map_adopt_due(s->e) &&
 	    lstore_map_adopt(s->e, &grew) == 0 && grew) {
 		rec_free(&out->rec);
 		memset(out, 0, sizeof(*out));

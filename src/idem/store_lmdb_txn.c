@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <lmdb.h>
@@ -141,6 +142,20 @@ lstore_remap(struct store_env *e, unsigned seen)
 	}
 	pthread_rwlock_unlock(&e->gate);
 	return rc;
+}
+
+int
+lstore_map_adopt_due(struct store_env *e)
+{
+	struct timespec ts;
+	uint64_t now, due;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	due = __atomic_load_n(&e->adopt_due_ms, __ATOMIC_RELAXED);
+	return now >= due && __atomic_compare_exchange_n(&e->adopt_due_ms,
+	    &due, now + LSTORE_ADOPT_MS, 0, __ATOMIC_RELAXED,
+	    __ATOMIC_RELAXED);
 }
 
 int

@@ -117,33 +117,6 @@ pg_wait_result(PGconn *c, struct pgwait *w, PGresult **r)
 	return 0;
 }
 
-/*
- * Flushes what libpq has not yet sent of a query, waiting as an answer
- * does: a server that stopped reading fills the socket's buffer.
- */
-static int
-pg_wait_flush(PGconn *c, struct pgwait *w)
-{
-	struct pollfd p;
-	uint64_t now;
-	int n, f;
-
-	p.fd = PQsocket(c);
-	p.events = POLLOUT | POLLIN;
-	while ((f = PQflush(c)) == 1) {
-		now = pg_mono_ms();
-		if (now >= w->deadline)
-			return -1;
-		p.revents = 0;
-		n = poll(&p, 1, (int)(w->deadline - now));
-		if (n == -1 && errno != EINTR)
-			return -1;
-		if (n == 1 && (p.revents & POLLIN) && !PQconsumeInput(c))
-			return -1;
-	}
-	return f == 0 ? 0 : -1;
-}
-
 PGresult *
 pg_exec_by(PGconn *c, const char *sql, const struct pgargs *a, int binary,
     struct pgwait *w)
@@ -156,7 +129,8 @@ pg_exec_by(PGconn *c, const char *sql, const struct pgargs *a, int binary,
 	else
 		sent = PQsendQueryParams(c, sql, a->n, NULL, a->v, a->len,
 		    a->fmt, binary);
-	if (sent != 1 || pg_wait_flush(c, w) != 0)
+	/* A session in blocking mode (libpq's default) has sent it all. */
+	if (sent != 1)
 		return NULL;
 	/* As PQexec: the last result, the error if there was one. */
 	for (;;) {
